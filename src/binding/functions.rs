@@ -1,0 +1,134 @@
+//! Free functions of the public API that need the core's rules.
+
+use super::throw;
+use crate::derive::{derive_message, render_context_content};
+use crate::error::CoreError;
+use crate::event::{is_surface_eligible_type, Kind};
+use crate::header::{canonical_header, header_equals};
+use crate::repair::{closers, ScanEvent};
+use crate::surface::{fold, FoldEvent};
+use napi::Env;
+use napi::Result;
+use napi_derive::napi;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+#[napi(js_name = "isSurfaceEligibleType")]
+pub fn is_surface_eligible_type_js(ty: String) -> bool {
+    is_surface_eligible_type(&ty)
+}
+
+#[derive(Deserialize)]
+struct FoldRow {
+    #[serde(rename = "type")]
+    ty: Value,
+    seq: Value,
+    #[serde(rename = "surfaceOp")]
+    surface_op: Option<Value>,
+    #[serde(rename = "sourceEventSeqs")]
+    source_event_seqs: Option<Value>,
+}
+
+/// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON.
+#[napi(js_name = "foldSurfaceJson")]
+pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
+    let rows: Vec<FoldRow> = serde_json::from_str(&rows).map_err(|e| {
+        throw(
+            &env,
+            CoreError::InvalidArgument(format!("foldSurface: {e}")),
+        )
+    })?;
+    let events: Vec<FoldEvent> = rows
+        .into_iter()
+        .map(|r| FoldEvent {
+            ty: r.ty.as_str().unwrap_or_default().to_string(),
+            seq: crate::json::as_seq(&r.seq),
+            surface_op: r.surface_op,
+            source_event_seqs: r.source_event_seqs,
+        })
+        .collect();
+    let (nodes, replacements) = fold(&events).map_err(|e| throw(&env, e))?;
+    let replacements: Vec<Value> = replacements
+        .into_iter()
+        .map(|r| json!({"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": r.shadowed}))
+        .collect();
+    Ok(json!({"nodes": nodes, "replacements": replacements}).to_string())
+}
+
+#[derive(Deserialize)]
+struct TypeAndData<'a> {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
+/// `deriveEventMessage(event)`: the message JSON, or null.
+#[napi(js_name = "deriveEventJson")]
+pub fn derive_event_json(event: String) -> Option<String> {
+    let e: TypeAndData = serde_json::from_str(&event).ok()?;
+    let kind = Kind::of(e.ty.as_ref()?.as_str()?);
+    derive_message(kind, e.data?.get())
+}
+
+#[napi(js_name = "canonicalHeaderJson")]
+pub fn canonical_header_json(env: Env, header: String) -> Result<String> {
+    let v: Value = serde_json::from_str(&header).map_err(|e| {
+        throw(
+            &env,
+            CoreError::InvalidArgument(format!("canonicalHeader: {e}")),
+        )
+    })?;
+    Ok(canonical_header(&v).to_string())
+}
+
+#[napi(js_name = "headerEqualsJson")]
+pub fn header_equals_json(env: Env, a: String, b: String) -> Result<bool> {
+    let parse = |t: &str| {
+        serde_json::from_str::<Value>(t).map_err(|e| {
+            throw(
+                &env,
+                CoreError::InvalidArgument(format!("headerEquals: {e}")),
+            )
+        })
+    };
+    Ok(header_equals(&parse(&a)?, &parse(&b)?))
+}
+
+#[derive(Deserialize)]
+struct ScanRow<'a> {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    seq: Option<Value>,
+    time: Option<Value>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
+/// `interruptedTurnClosers` over events given as one JSON array.
+#[napi(js_name = "interruptedTurnClosersJson")]
+pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String> {
+    let rows: Vec<ScanRow> = serde_json::from_str(&events).map_err(|e| {
+        throw(
+            &env,
+            CoreError::InvalidArgument(format!("interruptedTurnClosers: {e}")),
+        )
+    })?;
+    let scan = rows.iter().map(|r| ScanEvent {
+        kind: Kind::of(r.ty.as_ref().and_then(Value::as_str).unwrap_or_default()),
+        seq: r.seq.as_ref().and_then(Value::as_u64).unwrap_or(0),
+        time: r.time.as_ref().and_then(Value::as_u64).unwrap_or(0),
+        data: r.data.map(|d| d.get()).unwrap_or("null"),
+    });
+    Ok(Value::Array(closers(scan)).to_string())
+}
+
+#[napi(js_name = "renderContextContentJson")]
+pub fn render_context_content_json(
+    content: String,
+    source: String,
+    envelope: Option<String>,
+) -> Option<String> {
+    render_context_content(&content, &source, envelope.as_deref())
+}

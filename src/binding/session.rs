@@ -1,0 +1,265 @@
+//! `NativeSession`: the native half of `Session`. index.js owns the JS-facing
+//! object (frozen events, caches, observers); this class owns the log.
+
+use super::throw;
+use crate::error::CoreError;
+use crate::log::{Log, Prepared};
+use crate::session_header::SessionHeader;
+use napi::bindgen_prelude::{Buffer, Either};
+use napi::Env;
+use napi::Result;
+use napi_derive::napi;
+use serde_json::Value;
+
+#[napi]
+pub struct NativeSession {
+    log: Log,
+    prepared: Option<Prepared>,
+}
+
+/// Why `fromJsonl` failed: the error's code and message, and its line.
+#[napi(object)]
+pub struct JsonlFailure {
+    pub code: String,
+    pub message: String,
+    pub line: u32,
+}
+
+fn time_of(t: f64) -> u64 {
+    if t.is_finite() && t >= 0.0 {
+        t as u64
+    } else {
+        0
+    }
+}
+
+#[napi]
+impl NativeSession {
+    /// A session from an id, an optional seed (JSON array of snapshotted
+    /// events) and an optional header (JSON record). The seed is checked
+    /// before the header, as the TypeScript core does.
+    #[napi(factory)]
+    pub fn create(
+        env: Env,
+        id: String,
+        seed: Option<String>,
+        header: Option<String>,
+        now: f64,
+    ) -> Result<Self> {
+        let mut log = Log::new(SessionHeader::minimal(&id, now));
+        if let Some(seed) = seed {
+            log.seed_json_array(&seed).map_err(|e| throw(&env, e))?;
+        }
+        if let Some(h) = header {
+            let header = SessionHeader::from_json(&id, &h).map_err(|e| throw(&env, e))?;
+            log = log.with_header(header);
+        }
+        Ok(NativeSession {
+            log,
+            prepared: None,
+        })
+    }
+
+    /// Parse a whole JSONL log; a failure is returned (not thrown) so the
+    /// caller can attach the line to the error it throws.
+    #[napi(js_name = "fromJsonl")]
+    pub fn from_jsonl(text: Either<String, Buffer>) -> Either<NativeSession, JsonlFailure> {
+        let bytes: &[u8] = match &text {
+            Either::A(s) => s.as_bytes(),
+            Either::B(b) => b,
+        };
+        match Log::from_jsonl(bytes) {
+            Ok(log) => Either::A(NativeSession {
+                log,
+                prepared: None,
+            }),
+            Err(e) => Either::B(JsonlFailure {
+                code: e.error.code().to_string(),
+                message: e.error.to_string(),
+                line: e.line as u32,
+            }),
+        }
+    }
+
+    #[napi(getter)]
+    pub fn length(&self) -> u32 {
+        self.log.len() as u32
+    }
+
+    #[napi(getter, js_name = "textsLength")]
+    pub fn texts_length(&self) -> u32 {
+        self.log.texts_len() as u32
+    }
+
+    #[napi(js_name = "headerJson")]
+    pub fn header_json(&self) -> String {
+        self.log.header().json()
+    }
+
+    /// Validate and commit one live append. Returns 0 (surface untouched),
+    /// 1 (appended) or 2 (replaced: read `lastReplace()`).
+    #[napi]
+    pub fn append(
+        &mut self,
+        env: Env,
+        ty: String,
+        surface_meta: Option<String>,
+        time: f64,
+        data: Option<String>,
+        text: Option<String>,
+    ) -> Result<u32> {
+        if self.prepared.is_some() {
+            return Err(throw(&env, reentrant()));
+        }
+        let p = self
+            .log
+            .prepare(
+                &ty,
+                surface_meta.as_deref(),
+                time_of(time),
+                data.as_deref(),
+                text,
+            )
+            .map_err(|e| throw(&env, e))?;
+        let effect = p.surface_effect();
+        self.log.commit_prepared(p);
+        Ok(effect)
+    }
+
+    /// Validate one live append and hold it until `commitPrepared` or
+    /// `discardPrepared` (the publication seam's veto window).
+    #[napi]
+    pub fn prepare(
+        &mut self,
+        env: Env,
+        ty: String,
+        surface_meta: Option<String>,
+        time: f64,
+        data: Option<String>,
+        text: Option<String>,
+    ) -> Result<u32> {
+        if self.prepared.is_some() {
+            return Err(throw(&env, reentrant()));
+        }
+        let p = self
+            .log
+            .prepare(
+                &ty,
+                surface_meta.as_deref(),
+                time_of(time),
+                data.as_deref(),
+                text,
+            )
+            .map_err(|e| throw(&env, e))?;
+        let effect = p.surface_effect();
+        self.prepared = Some(p);
+        Ok(effect)
+    }
+
+    #[napi(js_name = "commitPrepared")]
+    pub fn commit_prepared(&mut self) -> bool {
+        match self.prepared.take() {
+            Some(p) => {
+                self.log.commit_prepared(p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[napi(js_name = "discardPrepared")]
+    pub fn discard_prepared(&mut self) {
+        self.prepared = None;
+    }
+
+    /// Hand over the JSON texts of live events not yet held natively.
+    #[napi(js_name = "attachTexts")]
+    pub fn attach_texts(&mut self, env: Env, json_array: String) -> Result<()> {
+        self.log
+            .attach_texts(&json_array)
+            .map_err(|e| throw(&env, e))
+    }
+
+    #[napi(js_name = "surfaceNodes")]
+    pub fn surface_nodes(&self) -> Vec<f64> {
+        self.log
+            .surface()
+            .nodes()
+            .iter()
+            .map(|&n| n as f64)
+            .collect()
+    }
+
+    #[napi(getter, js_name = "replaceGeneration")]
+    pub fn replace_generation(&self) -> f64 {
+        self.log.surface().generation() as f64
+    }
+
+    /// `[startIdx, endIdx]` of the last replacement.
+    #[napi(js_name = "lastReplace")]
+    pub fn last_replace(&self) -> Vec<u32> {
+        let (a, b) = self.log.last_replace();
+        vec![a as u32, b as u32]
+    }
+
+    #[napi(js_name = "eventsJson")]
+    pub fn events_json(&self, from: u32, to: u32) -> String {
+        self.log.events_json(from as usize, to as usize)
+    }
+
+    /// Messages of surface nodes `from..` as a JSON array.
+    #[napi(js_name = "deriveJson")]
+    pub fn derive_json(&self, from: u32) -> String {
+        self.log.derive_json(from as usize)
+    }
+
+    #[napi(getter, js_name = "requestHeaderGeneration")]
+    pub fn request_header_generation(&self) -> f64 {
+        self.log.request_header_generation() as f64
+    }
+
+    #[napi(js_name = "requestHeaderJson")]
+    pub fn request_header_json(&self) -> Option<String> {
+        self.log.request_header().map(Value::to_string)
+    }
+
+    #[napi(js_name = "toJsonl")]
+    pub fn to_jsonl(&self) -> String {
+        self.log.to_jsonl()
+    }
+
+    #[napi(js_name = "closersJson")]
+    pub fn closers_json(&self) -> String {
+        Value::Array(self.log.closers()).to_string()
+    }
+
+    #[napi]
+    pub fn fork(
+        &self,
+        env: Env,
+        boundary: Option<f64>,
+        child_id: String,
+        now: f64,
+    ) -> Result<Self> {
+        let end = match boundary {
+            Some(b) => b + 1.0,
+            None => self.log.len() as f64,
+        };
+        let header =
+            SessionHeader::child_of(self.log.header(), &child_id, now, end.max(0.0) as usize);
+        let log = self
+            .log
+            .fork(boundary, header)
+            .map_err(|e| throw(&env, e))?;
+        Ok(NativeSession {
+            log,
+            prepared: None,
+        })
+    }
+}
+
+fn reentrant() -> CoreError {
+    CoreError::Reentrant(
+        "session append cannot reenter while another append is being published".into(),
+    )
+}

@@ -1,0 +1,215 @@
+//! Lossless-JSON rules over JSON text (SPEC 2), and the small JSON helpers the
+//! rest of the core shares.
+//!
+//! JavaScript values are snapshotted on the JS side (only JS can see getters,
+//! prototypes and sparse arrays). Text that reaches Rust from a file or a
+//! database is checked here: it must parse, and every number must come back
+//! from `JSON.parse` as a finite number other than `-0`.
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+
+/// Why a JSON text is not a lossless value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextDefect {
+    /// Not JSON at all (or trailing garbage).
+    Syntax,
+    /// JSON that `JSON.parse` would turn into `-0` or a non-finite number.
+    NotLossless,
+}
+
+/// Walks a JSON document without allocating, rejecting `-0`.
+struct LosslessWalk;
+
+impl<'de> DeserializeSeed<'de> for LosslessWalk {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LosslessWalk {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        if !v.is_finite() || (v == 0.0 && v.is_sign_negative()) {
+            return Err(E::custom(NOT_LOSSLESS_MARK));
+        }
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_string<E>(self, _: String) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(LosslessWalk)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value_seed(LosslessWalk)?;
+        }
+        Ok(())
+    }
+}
+
+const NOT_LOSSLESS_MARK: &str = "\u{0}not-lossless";
+
+/// Check that `text` is one JSON value that `JSON.parse` reads losslessly.
+pub fn check_lossless_text(text: &str) -> Result<(), TextDefect> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match LosslessWalk.deserialize(&mut de).and_then(|_| de.end()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.to_string().starts_with(NOT_LOSSLESS_MARK) => Err(TextDefect::NotLossless),
+        Err(e) if e.is_data() => Err(TextDefect::NotLossless),
+        Err(_) => Err(TextDefect::Syntax),
+    }
+}
+
+/// `JSON.stringify(s)` for a string.
+pub fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+}
+
+/// Structural JSON equality where object key order does not matter
+/// ("canonical JSON" equality) and numbers compare as JavaScript numbers.
+pub fn canonical_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| canonical_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| canonical_eq(v, w)))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a JSON number is a non-negative safe integer (`Number.isSafeInteger(n) && n >= 0`).
+pub fn as_seq(v: &Value) -> Option<u64> {
+    let n = v.as_number()?;
+    number_as_seq(n)
+}
+
+/// The same test over a `serde_json::Number`.
+pub fn number_as_seq(n: &serde_json::Number) -> Option<u64> {
+    const MAX_SAFE: u64 = (1u64 << 53) - 1;
+    if let Some(u) = n.as_u64() {
+        return (u <= MAX_SAFE).then_some(u);
+    }
+    if n.as_i64().is_some() {
+        return None;
+    }
+    let f = n.as_f64()?;
+    if f.fract() == 0.0 && (0.0..=MAX_SAFE as f64).contains(&f) {
+        Some(f as u64)
+    } else {
+        None
+    }
+}
+
+/// A raw JSON text is the empty array (`[]`, any white space inside).
+pub fn raw_is_empty_array(raw: &RawValue) -> bool {
+    let t = raw.get().trim();
+    t.starts_with('[') && t.ends_with(']') && t[1..t.len() - 1].trim().is_empty()
+}
+
+/// The elements of a raw JSON array as text, without the brackets
+/// (`[a, b]` -> `a, b`), or `None` when the text is not an array.
+pub fn raw_array_inner(raw: &RawValue) -> Option<&str> {
+    let t = raw.get().trim();
+    if t.len() >= 2 && t.starts_with('[') && t.ends_with(']') {
+        Some(t[1..t.len() - 1].trim())
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lossless_text_accepts_ordinary_json() {
+        assert_eq!(
+            check_lossless_text(r#"{"a":[1,2.5,"x",null,true,{}]}"#),
+            Ok(())
+        );
+        assert_eq!(check_lossless_text("0"), Ok(()));
+    }
+
+    #[test]
+    fn lossless_text_rejects_negative_zero_and_overflow() {
+        assert_eq!(check_lossless_text("-0"), Err(TextDefect::NotLossless));
+        assert_eq!(
+            check_lossless_text(r#"{"a":[-0.0]}"#),
+            Err(TextDefect::NotLossless)
+        );
+        assert!(check_lossless_text("1e400").is_err());
+    }
+
+    #[test]
+    fn lossless_text_rejects_syntax_errors() {
+        assert_eq!(check_lossless_text("{"), Err(TextDefect::Syntax));
+        assert_eq!(check_lossless_text("{} x"), Err(TextDefect::Syntax));
+        assert_eq!(check_lossless_text("NaN"), Err(TextDefect::Syntax));
+    }
+
+    #[test]
+    fn canonical_equality_ignores_key_order_only() {
+        assert!(canonical_eq(
+            &json!({"a":1,"b":[1,2]}),
+            &json!({"b":[1,2],"a":1})
+        ));
+        assert!(!canonical_eq(&json!([1, 2]), &json!([2, 1])));
+        assert!(canonical_eq(&json!(1), &json!(1.0)));
+        assert!(!canonical_eq(&json!({"a":1}), &json!({"a":1,"b":null})));
+    }
+
+    #[test]
+    fn seqs_are_non_negative_safe_integers() {
+        assert_eq!(as_seq(&json!(3)), Some(3));
+        assert_eq!(as_seq(&json!(3.0)), Some(3));
+        assert_eq!(as_seq(&json!(-1)), None);
+        assert_eq!(as_seq(&json!(1.5)), None);
+        assert_eq!(as_seq(&json!(9007199254740992u64)), None);
+        assert_eq!(as_seq(&json!("1")), None);
+    }
+
+    #[test]
+    fn raw_array_helpers() {
+        let raw: Box<RawValue> = serde_json::from_str("[ ]").unwrap();
+        assert!(raw_is_empty_array(&raw));
+        let raw: Box<RawValue> = serde_json::from_str("[1, 2]").unwrap();
+        assert!(!raw_is_empty_array(&raw));
+        assert_eq!(raw_array_inner(&raw), Some("1, 2"));
+    }
+}

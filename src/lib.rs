@@ -1,0 +1,14 @@
+//! dsh-session-native: the event-sourced session log of TypeScript agent
+//! loops, natively. Domain modules know nothing of napi; `binding` converts.
+
+pub mod derive;
+pub mod error;
+pub mod event;
+pub mod header;
+pub mod json;
+pub mod log;
+pub mod repair;
+pub mod session_header;
+pub mod surface;
+
+pub mod binding;

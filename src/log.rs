@@ -1,0 +1,502 @@
+//! The session log held natively: every event's JSON text plus the little
+//! each rule needs (kind, time, surface op), the surface state, and the
+//! request-header fold. Seeding, JSONL resume, live appends and forks all
+//! pass through `accept`, so the rules are checked in one place.
+
+use crate::error::{CoreError, CoreResult};
+use crate::event::{legacy_of, read_event, Kind, ReadError};
+use crate::header::canonical_header;
+use crate::repair::{closers, ScanEvent};
+use crate::session_header::SessionHeader;
+use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// What the log keeps per event besides its text.
+#[derive(Debug, Clone, Copy)]
+pub struct EventMeta {
+    pub kind: Kind,
+    pub time: u64,
+    pub op: Option<SurfaceOp>,
+}
+
+/// A validated, not yet committed live append.
+#[derive(Debug)]
+pub struct Prepared {
+    meta: EventMeta,
+    plan: Plan,
+    text: Option<Box<str>>,
+    header: Option<Value>,
+}
+
+impl Prepared {
+    /// 0: the surface is untouched, 1: appended, 2: replaced.
+    pub fn surface_effect(&self) -> u32 {
+        match self.plan {
+            Plan::Untouched => 0,
+            Plan::Append { .. } => 1,
+            Plan::Replace { .. } => 2,
+        }
+    }
+}
+
+/// An error found while reading a log, with the 1-based line it is on.
+#[derive(Debug)]
+pub struct LineError {
+    pub error: CoreError,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Log {
+    header: SessionHeader,
+    metas: Vec<EventMeta>,
+    /// Texts of events `0..texts.len()`; live appends may leave a suffix
+    /// whose text the binding has not handed over yet.
+    texts: Vec<Box<str>>,
+    surface: Surface,
+    last_replace: (usize, usize),
+    request_header: Option<Value>,
+    request_header_generation: u64,
+    /// Index of the last `turn/start` or `turn/end`.
+    last_boundary: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct SurfaceMeta {
+    #[serde(rename = "surfaceOp")]
+    surface_op: Option<Value>,
+    #[serde(rename = "sourceEventSeqs")]
+    source_event_seqs: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct HeaderEventData {
+    header: Option<Value>,
+}
+
+impl Log {
+    pub fn new(header: SessionHeader) -> Log {
+        Log {
+            header,
+            metas: Vec::new(),
+            texts: Vec::new(),
+            surface: Surface::new(),
+            last_replace: (0, 0),
+            request_header: None,
+            request_header_generation: 0,
+            last_boundary: None,
+        }
+    }
+
+    /// The same log under another header (the constructor checks the header
+    /// after the seed).
+    pub fn with_header(mut self, header: SessionHeader) -> Log {
+        self.header = header;
+        self
+    }
+
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+    pub fn texts_len(&self) -> usize {
+        self.texts.len()
+    }
+    pub fn surface(&self) -> &Surface {
+        &self.surface
+    }
+    pub fn meta(&self, seq: usize) -> Option<&EventMeta> {
+        self.metas.get(seq)
+    }
+    pub fn text(&self, seq: usize) -> Option<&str> {
+        self.texts.get(seq).map(|t| &**t)
+    }
+    /// `[startIdx, endIdx]` of the last committed replacement.
+    pub fn last_replace(&self) -> (usize, usize) {
+        self.last_replace
+    }
+    pub fn request_header(&self) -> Option<&Value> {
+        self.request_header.as_ref()
+    }
+    pub fn request_header_generation(&self) -> u64 {
+        self.request_header_generation
+    }
+
+    fn commit(
+        &mut self,
+        meta: EventMeta,
+        plan: &Plan,
+        text: Option<Box<str>>,
+        header: Option<Value>,
+    ) {
+        let index = self.metas.len();
+        if let Plan::Replace {
+            start_idx, end_idx, ..
+        } = *plan
+        {
+            self.last_replace = (start_idx, end_idx);
+        }
+        self.surface.apply(plan);
+        if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
+            self.last_boundary = Some(index);
+        }
+        if let Some(h) = header {
+            self.request_header = Some(canonical_header(&h));
+            self.request_header_generation += 1;
+        }
+        self.metas.push(meta);
+        if let Some(t) = text {
+            if self.texts.len() == index {
+                self.texts.push(t);
+            }
+        }
+    }
+
+    /// Accept one event read from text (seed, resume): every seed rule, with
+    /// the seed messages for `index`.
+    fn accept_text(&mut self, text: &str, index: usize) -> Result<(), Option<CoreError>> {
+        let e = match read_event(text, index) {
+            Ok(e) => e,
+            Err(ReadError::Unparsable) => return Err(None),
+            Err(ReadError::Invalid(err)) => return Err(Some(err)),
+        };
+        if e.seq != index as u64 {
+            return Err(Some(CoreError::NotContiguous(format!(
+                "seed event at index {index} has seq {} (expected {index}); seed must be contiguous from 0",
+                e.seq
+            ))));
+        }
+        let plan = self
+            .surface
+            .plan(&Candidate {
+                ty: &e.ty,
+                kind: e.kind,
+                seq: e.seq,
+                surface_op: e.surface_op.as_ref(),
+                source_event_seqs: e.source_event_seqs.as_ref(),
+            })
+            .map_err(|err| {
+                Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
+            })?;
+        let header = if e.kind == Kind::RequestHeader {
+            serde_json::from_str::<HeaderEventData>(e.data.get())
+                .ok()
+                .and_then(|d| d.header)
+        } else {
+            None
+        };
+        let meta = EventMeta {
+            kind: e.kind,
+            time: e.time,
+            op: plan.op(),
+        };
+        self.commit(meta, &plan, Some(text.into()), header);
+        Ok(())
+    }
+
+    /// Seed from a JSON array of events (`new Session(id, seed)`).
+    pub fn seed_json_array(&mut self, json: &str) -> CoreResult<()> {
+        let items: Vec<&RawValue> = serde_json::from_str(json)
+            .map_err(|e| CoreError::InvalidArgument(format!("seed is not a JSON array: {e}")))?;
+        for (index, raw) in items.iter().enumerate() {
+            self.accept_text(raw.get(), index).map_err(|e| {
+                e.unwrap_or_else(|| {
+                    CoreError::NotLossless(format!(
+                        "seed event at index {index} is not losslessly JSON-serializable"
+                    ))
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Parse a whole v0 JSONL log: header line, then one event per line.
+    pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let line = bytes[..e.valid_up_to()]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1;
+            LineError {
+                error: CoreError::CorruptLog(format!(
+                    "corrupt session log: invalid UTF-8 at line {line}"
+                )),
+                line,
+            }
+        })?;
+        let mut lines = text
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)));
+        let (_, first) = lines.next().unwrap_or((1, ""));
+        if first.trim().is_empty() {
+            return Err(LineError {
+                error: CoreError::CorruptLog("empty or header-less session log".into()),
+                line: 1,
+            });
+        }
+        let header =
+            SessionHeader::from_line(first).map_err(|error| LineError { error, line: 1 })?;
+        let mut log = Log::new(header);
+        let mut pending_blank: Option<usize> = None;
+        for (line, l) in lines {
+            if l.trim().is_empty() {
+                pending_blank.get_or_insert(line);
+                continue;
+            }
+            if let Some(blank) = pending_blank {
+                return Err(LineError {
+                    error: CoreError::CorruptLog(format!(
+                        "corrupt session log: unparsable event at line {blank}"
+                    )),
+                    line: blank,
+                });
+            }
+            let index = log.len();
+            log.accept_text(l, index).map_err(|e| LineError {
+                error: e.unwrap_or_else(|| {
+                    CoreError::CorruptLog(format!(
+                        "corrupt session log: unparsable event at line {line}"
+                    ))
+                }),
+                line,
+            })?;
+        }
+        Ok(log)
+    }
+
+    /// Validate a live append (SPEC 4 steps 2, 5, 6). `surface_meta` is the
+    /// JSON of `{surfaceOp?, sourceEventSeqs?}`; `data` the payload text when
+    /// the binding has it (always for `request/header`).
+    pub fn prepare(
+        &self,
+        ty: &str,
+        surface_meta: Option<&str>,
+        time: u64,
+        data: Option<&str>,
+        text: Option<String>,
+    ) -> CoreResult<Prepared> {
+        let kind = Kind::of(ty);
+        if let Some(legacy) = legacy_of(kind, data) {
+            return Err(CoreError::LegacyVocabulary(
+                legacy.uses_message(&format!("session event \"{ty}\"")),
+            ));
+        }
+        let meta: SurfaceMeta = match surface_meta {
+            Some(m) => serde_json::from_str(m).map_err(|_| {
+                CoreError::NotLossless(format!(
+                    "session event \"{ty}\" carries non-JSON-serializable surface metadata"
+                ))
+            })?,
+            None => SurfaceMeta {
+                surface_op: None,
+                source_event_seqs: None,
+            },
+        };
+        let seq = self.metas.len() as u64;
+        let plan = self.surface.plan(&Candidate {
+            ty,
+            kind,
+            seq,
+            surface_op: meta.surface_op.as_ref(),
+            source_event_seqs: meta.source_event_seqs.as_ref(),
+        })?;
+        let header = if kind == Kind::RequestHeader {
+            data.and_then(|d| serde_json::from_str::<HeaderEventData>(d).ok())
+                .and_then(|d| d.header)
+        } else {
+            None
+        };
+        Ok(Prepared {
+            meta: EventMeta {
+                kind,
+                time,
+                op: plan.op(),
+            },
+            plan,
+            text: text.map(String::into_boxed_str),
+            header,
+        })
+    }
+
+    /// Commit a prepared append. The caller guarantees nothing was committed
+    /// since `prepare`.
+    pub fn commit_prepared(&mut self, p: Prepared) {
+        self.commit(p.meta, &p.plan, p.text, p.header);
+    }
+
+    /// Hand over the texts of live events `texts_len()..` as one JSON array.
+    pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
+        let items: Vec<&RawValue> = serde_json::from_str(json_array).map_err(|e| {
+            CoreError::InvalidArgument(format!("event texts are not a JSON array: {e}"))
+        })?;
+        if self.texts.len() + items.len() > self.metas.len() {
+            return Err(CoreError::InvalidArgument(
+                "more event texts than events".into(),
+            ));
+        }
+        self.texts
+            .extend(items.iter().map(|r| Box::<str>::from(r.get())));
+        Ok(())
+    }
+
+    /// Events `from..to` as one JSON array text.
+    pub fn events_json(&self, from: usize, to: usize) -> String {
+        let to = to.min(self.texts.len());
+        let from = from.min(to);
+        let slice = &self.texts[from..to];
+        let mut out = String::with_capacity(slice.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+        out.push('[');
+        for (i, t) in slice.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(t);
+        }
+        out.push(']');
+        out
+    }
+
+    /// The payload text of event `seq`.
+    pub fn data_of(&self, seq: usize) -> Option<&str> {
+        #[derive(Deserialize)]
+        struct DataOnly<'a> {
+            #[serde(borrow)]
+            data: &'a RawValue,
+        }
+        let text = self.texts.get(seq)?;
+        serde_json::from_str::<DataOnly>(text)
+            .ok()
+            .map(|d| d.data.get())
+    }
+
+    /// The messages of surface nodes `from..` as one JSON array text
+    /// (events that derive nothing are skipped).
+    pub fn derive_json(&self, from: usize) -> String {
+        let nodes = self.surface.nodes();
+        let mut out = String::from("[");
+        let mut first = true;
+        for &seq in nodes.iter().skip(from) {
+            let seq = seq as usize;
+            let (Some(meta), Some(data)) = (self.metas.get(seq), self.data_of(seq)) else {
+                continue;
+            };
+            if let Some(m) = crate::derive::derive_message(meta.kind, data) {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                out.push_str(&m);
+            }
+        }
+        out.push(']');
+        out
+    }
+
+    /// The whole log as the JSONL store writes it.
+    pub fn to_jsonl(&self) -> String {
+        let header = self.header.line();
+        let mut out = String::with_capacity(
+            header.len() + 1 + self.texts.iter().map(|t| t.len() + 1).sum::<usize>(),
+        );
+        out.push_str(&header);
+        out.push('\n');
+        for t in &self.texts {
+            out.push_str(t);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The section-8 closers for this log.
+    pub fn closers(&self) -> Vec<Value> {
+        let from = self.last_boundary.unwrap_or(0);
+        let texts = &self.texts;
+        let metas = &self.metas;
+        closers((from..texts.len()).filter_map(|i| {
+            #[derive(Deserialize)]
+            struct DataOnly<'a> {
+                #[serde(borrow)]
+                data: &'a RawValue,
+            }
+            let d: DataOnly = serde_json::from_str(&texts[i]).ok()?;
+            Some(ScanEvent {
+                kind: metas[i].kind,
+                seq: i as u64,
+                time: metas[i].time,
+                data: d.data.get(),
+            })
+        }))
+    }
+
+    /// `fork(boundary?, childId)`: a new log holding events `0..=boundary`,
+    /// which must end on a `turn/end`.
+    pub fn fork(&self, boundary: Option<f64>, child: SessionHeader) -> CoreResult<Log> {
+        let id = self.header.id();
+        let end = match boundary {
+            None if self.metas.is_empty() => None,
+            None => Some(self.metas.len() - 1),
+            Some(b) => {
+                if !(b.fract() == 0.0 && b >= 0.0 && b <= 9_007_199_254_740_991.0) {
+                    return Err(CoreError::InvalidBoundary(format!(
+                        "fork boundary for session \"{id}\" must be a non-negative safe integer, got {b}"
+                    )));
+                }
+                let b = b as usize;
+                if b >= self.metas.len() {
+                    let last = if self.metas.is_empty() {
+                        "none".to_string()
+                    } else {
+                        (self.metas.len() - 1).to_string()
+                    };
+                    return Err(CoreError::InvalidBoundary(format!(
+                        "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
+                    )));
+                }
+                Some(b)
+            }
+        };
+        let mut log = Log::new(child);
+        let Some(end) = end else {
+            return Ok(log);
+        };
+        if self.metas[end].kind != Kind::TurnEnd {
+            return Err(CoreError::InvalidBoundary(format!(
+                "fork boundary {end} in session \"{id}\" is not a turn/end"
+            )));
+        }
+        if self.texts.len() <= end {
+            return Err(CoreError::InvalidArgument(
+                "fork needs the texts of every event up to the boundary".into(),
+            ));
+        }
+        for i in 0..=end {
+            let meta = self.metas[i];
+            log.surface.replay(i as u64, meta.op)?;
+            if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
+                log.last_boundary = Some(i);
+            }
+            if meta.kind == Kind::RequestHeader {
+                if let Some(h) = self
+                    .data_of(i)
+                    .and_then(|d| serde_json::from_str::<HeaderEventData>(d).ok())
+                    .and_then(|d| d.header)
+                {
+                    log.request_header = Some(canonical_header(&h));
+                    log.request_header_generation += 1;
+                }
+            }
+            log.metas.push(meta);
+            log.texts.push(self.texts[i].clone());
+        }
+        Ok(log)
+    }
+}

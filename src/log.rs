@@ -50,17 +50,17 @@ pub struct LineError {
 
 #[derive(Debug, Clone)]
 pub struct Log {
-    header: SessionHeader,
-    metas: Vec<EventMeta>,
+    pub(crate) header: SessionHeader,
+    pub(crate) metas: Vec<EventMeta>,
     /// Texts of events `0..texts.len()`; live appends may leave a suffix
     /// whose text the binding has not handed over yet.
-    texts: Vec<Box<str>>,
-    surface: Surface,
-    last_replace: (usize, usize),
-    request_header: Option<Value>,
-    request_header_generation: u64,
+    pub(crate) texts: Vec<Box<str>>,
+    pub(crate) surface: Surface,
+    pub(crate) last_replace: (usize, usize),
+    pub(crate) request_header: Option<Value>,
+    pub(crate) request_header_generation: u64,
     /// Index of the last `turn/start` or `turn/end`.
-    last_boundary: Option<usize>,
+    pub(crate) last_boundary: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -161,7 +161,11 @@ impl Log {
 
     /// Accept one event read from text (seed, resume): every seed rule, with
     /// the seed messages for `index`.
-    fn accept_text(&mut self, text: &str, index: usize) -> Result<(), Option<CoreError>> {
+    pub(crate) fn accept_text(
+        &mut self,
+        text: &str,
+        index: usize,
+    ) -> Result<(), Option<CoreError>> {
         let e = match read_event(text, index) {
             Ok(e) => e,
             Err(ReadError::Unparsable) => return Err(None),

@@ -153,14 +153,25 @@ impl SessionHeader {
             return Err(not_header());
         };
         let version = record.get("version");
-        if version.and_then(Value::as_f64) != Some(0.0) {
-            return Err(CoreError::UnsupportedVersion(format!(
-                "unsupported session format version {} for {} (only v0 is supported)",
-                js_string(version),
-                quote(&id)
-            )));
+        match version {
+            // Logs written before the header carried a version are v0.
+            None => {
+                let mut normalized = Map::with_capacity(record.len() + 1);
+                normalized.insert("version".into(), Value::from(SESSION_FORMAT_VERSION));
+                normalized.extend(record);
+                record = normalized;
+            }
+            Some(v) if v.as_f64() == Some(0.0) => {}
+            Some(v) => {
+                return Err(CoreError::UnsupportedVersion(format!(
+                    "unsupported session format version {} for {} (only v0 is supported)",
+                    js_string(Some(v)),
+                    quote(&id)
+                )))
+            }
         }
-        check_fields(&record)?;
+        // Stored headers are taken as written (recorded logs may carry
+        // placeholder paths); only the constructor enforces the field rules.
         Ok(SessionHeader { id, record })
     }
 
@@ -265,6 +276,9 @@ mod tests {
             )),
             "unsupported session format version 1 for \"s\" (only v0 is supported)"
         );
+        let legacy =
+            SessionHeader::from_line(r#"{"type":"session","id":"s","createdAt":5}"#).unwrap();
+        assert_eq!(legacy.json(), r#"{"version":0,"id":"s","createdAt":5}"#);
         assert_eq!(
             msg(SessionHeader::from_line(r#"{"type":"turn/start","seq":0}"#)),
             "corrupt session log: first line is not a session header"

@@ -132,3 +132,15 @@ pub fn render_context_content_json(
 ) -> Option<String> {
     render_context_content(&content, &source, envelope.as_deref())
 }
+
+/// Reject legacy request-header vocabulary on append (SPEC 7).
+#[napi(js_name = "checkLegacy")]
+pub fn check_legacy(env: Env, ty: String, data: String) -> Result<()> {
+    match crate::event::legacy_of(Kind::of(&ty), Some(&data)) {
+        Some(legacy) => Err(throw(
+            &env,
+            CoreError::LegacyVocabulary(legacy.uses_message(&format!("session event \"{ty}\""))),
+        )),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,348 @@
+/**
+ * dsh-session-native: the event-sourced session log of TypeScript agent
+ * loops, with a Rust core. A drop-in for `@deepseek-ai/dsh-session` (session
+ * format v0): same names, same typed overloads, same error messages.
+ *
+ * Hand-written: the generated raw binding (`binding.d.ts`) is internal.
+ */
+
+// ---------------------------------------------------------------- JSON
+
+/** A value that survives `JSON.stringify` -> `JSON.parse` unchanged. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+
+/** True when `value` is lossless JSON (SPEC 2). Never throws for bad data; a throwing getter propagates. */
+export declare function isJsonValue(value: unknown): boolean
+/** A detached copy of `value`, or `undefined` when it is not lossless JSON (SPEC 2). */
+export declare function snapshotJsonValue<T>(value: T): T | undefined
+
+// ---------------------------------------------------------------- identity and header
+
+declare const sessionIdBrand: unique symbol
+/** A session identity (a branded string). */
+export type SessionId = string & { readonly [sessionIdBrand]: 'SessionId' }
+/** Brand a string as a {@link SessionId}. */
+export declare function SessionId(id: string): SessionId
+
+/** The only session format version this package reads and writes. */
+export declare const SESSION_FORMAT_VERSION: 0
+
+/** Creation metadata of a session; line 1 of a JSONL log (without `type`). */
+export interface SessionHeader {
+  readonly version: number
+  readonly id: SessionId
+  readonly createdAt: number
+  /** Absolute working directory. */
+  readonly cwd?: string
+  /** The session this one was forked from. */
+  readonly parentSession?: SessionId
+  /** How many events the fork copied from the parent. */
+  readonly seedLength?: number
+}
+
+// ---------------------------------------------------------------- content and messages
+
+export interface TextBlock {
+  type: 'text'
+  text: string
+}
+export interface ReasoningBlock {
+  type: 'reasoning'
+  text: string
+}
+export interface ToolCallBlock {
+  type: 'tool-call'
+  id: string
+  name: string
+  /** Raw argument string as the model streamed it. */
+  arguments: string
+}
+export interface ToolResultBlock {
+  type: 'tool-result'
+  toolCallId: string
+  content: ContentBlock[]
+  isError: boolean
+}
+/** Content block vocabulary, keyed by `type`; merge-extensible by plugins. Unknown block types pass through untouched. */
+export interface ContentBlockMap {
+  text: TextBlock
+  reasoning: ReasoningBlock
+  'tool-call': ToolCallBlock
+  'tool-result': ToolResultBlock
+}
+export type ContentBlock = ContentBlockMap[keyof ContentBlockMap]
+
+/** Where a message came from: `{ kind, ... }`. */
+export interface MessageSource {
+  kind: string
+  [key: string]: JsonValue | undefined
+}
+
+/** Which model produced an assistant message. */
+export interface Provenance {
+  provider: string
+  model: string
+  [key: string]: JsonValue | undefined
+}
+
+export interface TokenUsage {
+  inputTokens?: number
+  outputTokens?: number
+  cacheReadTokens?: number
+  [key: string]: JsonValue | undefined
+}
+
+export interface UserMessage {
+  role: 'user'
+  content: ContentBlock[]
+}
+export interface AssistantMessage {
+  role: 'assistant'
+  content: ContentBlock[]
+  provenance: Provenance
+}
+/** A tool result as the model sees it: a user message with one `tool-result` block. */
+export interface ToolResultMessage {
+  role: 'user'
+  content: [ToolResultBlock]
+}
+/** One message of the derived LLM history. */
+export type Message = UserMessage | AssistantMessage
+
+/** One raw stream chunk (`assistant/chunk`). */
+export interface StreamChunk {
+  type: string
+  [key: string]: JsonValue | undefined
+}
+
+// ---------------------------------------------------------------- request headers
+
+export interface LlmCallConfig {
+  provider: string
+  model: string
+  temperature?: number
+  maxTokens?: number
+  stop?: string[]
+  [key: string]: JsonValue | undefined
+}
+export interface ToolSchema {
+  name: string
+  description?: string
+  parameters?: JsonValue
+  [key: string]: JsonValue | undefined
+}
+/** The request prefix the model sees: config, system prompt, tools, prefix messages. */
+export interface EpochHeader {
+  config: LlmCallConfig
+  system?: string
+  tools?: ToolSchema[]
+  messagePrefix?: Message[]
+}
+export type RequestHeaderReason = 'initial' | 'resume' | 'change'
+
+/** Drop an empty `system`, `tools` or `messagePrefix` (SPEC 7). */
+export declare function canonicalHeader(header: EpochHeader): EpochHeader
+/** Field-wise header equality (SPEC 7). */
+export declare function headerEquals(a: EpochHeader, b: EpochHeader): boolean
+/** The canonical header of the latest `request/header` in `events`, else `from`. */
+export declare function foldRequestHeader(events: readonly SessionEvent[], from?: EpochHeader): EpochHeader | undefined
+
+// ---------------------------------------------------------------- event vocabulary
+
+/** Turn triggers, keyed by `kind`; merge-extensible. */
+export interface TurnTriggerMap {
+  message: { kind: 'message'; source: MessageSource }
+  injection: { kind: 'injection'; source: MessageSource }
+}
+export type TurnTrigger = TurnTriggerMap[keyof TurnTriggerMap]
+
+/** Why a turn ended, keyed by `kind`; merge-extensible. */
+export interface TurnEndReasonMap {
+  completed: { kind: 'completed' }
+  aborted: { kind: 'aborted'; reason?: JsonValue }
+  error: { kind: 'error'; step: number; message: string; code?: string }
+  disposed: { kind: 'disposed' }
+  'max-tokens': { kind: 'max-tokens' }
+  rejected: { kind: 'rejected'; reason: string }
+  interrupted: { kind: 'interrupted' }
+}
+export type TurnEndReason = TurnEndReasonMap[keyof TurnEndReasonMap]
+
+export interface TodoItem {
+  content: string
+  status: 'pending' | 'in_progress' | 'completed'
+}
+
+/**
+ * Payload of each event type. An interface so plugins can add types by
+ * declaration merging:
+ * `declare module 'dsh-session-native' { interface SessionEventMap { 'my/event': {...} } }`.
+ */
+export interface SessionEventMap {
+  'turn/start': { turn: number; trigger: TurnTrigger }
+  'turn/end': { turn: number; reason: TurnEndReason }
+  'step/start': { turn: number; step: number }
+  'step/end': { turn: number; step: number }
+  'user/message': { content: ContentBlock[]; source: MessageSource }
+  'prompt/blocked': { content: ContentBlock[]; source: MessageSource; reason: JsonValue }
+  'context/message': { content: ContentBlock[]; source: MessageSource; envelope?: 'context' | 'raw'; meta?: JsonValue }
+  'assistant/chunk': { turn: number; step: number; chunk: StreamChunk }
+  'assistant/message': {
+    turn: number
+    step: number
+    content: ContentBlock[]
+    provenance: Provenance
+    usage?: TokenUsage
+  }
+  'tool/call': { turn: number; step: number; callId: string; name: string; arguments: string }
+  'tool/result': {
+    turn: number
+    step: number
+    callId: string
+    content: ContentBlock[]
+    isError: boolean
+    error?: { name: string; code: string }
+    meta?: JsonValue
+  }
+  'steering/message': { turn: number; content: ContentBlock[]; source: MessageSource }
+  'todo/write': { todos: TodoItem[] }
+  'request/header': { header: EpochHeader; reason: RequestHeaderReason }
+}
+export type SessionEventType = keyof SessionEventMap & string
+
+/** The five types that produce model messages and must say how they join the surface. */
+export type SurfaceEventType = 'user/message' | 'assistant/message' | 'tool/result' | 'context/message' | 'steering/message'
+
+/** How an event enters the surface: appended, or replacing the nodes `start..end` (inclusive, by position). */
+export type SurfaceOp = 'append' | { op: 'replace'; start: number; end: number }
+
+/** The third argument of `append` for surface types. */
+export interface SurfaceIntent {
+  surfaceOp: SurfaceOp
+  /** Earlier events this one derives from; must cover every node a replace shadows. */
+  sourceEventSeqs?: number[]
+}
+
+/** One logged event. */
+export type SessionEvent<T extends SessionEventType = SessionEventType> = {
+  [K in T]: {
+    type: K
+    seq: number
+    time: number
+    data: SessionEventMap[K]
+  } & (K extends SurfaceEventType ? { surfaceOp?: SurfaceOp; sourceEventSeqs?: number[] } : object)
+}[T]
+
+// ---------------------------------------------------------------- surface
+
+/** The live surface of a session: one object for the session's life. */
+export interface SessionSurface {
+  /** Event seqs in model-visible order; one live array, updated in place. */
+  readonly nodes: readonly number[]
+  /** How many replacements have been committed. */
+  readonly replaceGeneration: number
+}
+export interface SurfaceFoldReplacement {
+  seq: number
+  start: number
+  end: number
+  shadowedSeqs: number[]
+}
+export interface SurfaceFoldResult {
+  nodes: number[]
+  replacements: SurfaceFoldReplacement[]
+}
+/** Fold a whole log into its surface and replacement history (SPEC 5). Throws on the first invalid event. */
+export declare function foldSurface(events: readonly SessionEvent[]): SurfaceFoldResult
+/** Whether `type` may carry `surfaceOp` / `sourceEventSeqs`. */
+export declare function isSurfaceEligibleType(type: string): boolean
+/** An eligible event that carries a `surfaceOp`. */
+export declare function isSurfaceEvent(event: SessionEvent): event is SessionEvent<SurfaceEventType> & { surfaceOp: SurfaceOp }
+
+// ---------------------------------------------------------------- derivation
+
+/** The message one event produces, or `null` (SPEC 6). */
+export declare function deriveEventMessage(event: SessionEvent): Message | null
+/** The content of a context (or raw) message as the model sees it. */
+export declare function renderContextContent(content: readonly ContentBlock[], source: MessageSource, envelope?: 'context' | 'raw'): ContentBlock[]
+
+// ---------------------------------------------------------------- repair and invariants
+
+/** Events that close a turn a crash left open, continuing the log's seqs (SPEC 8). `[]` for a balanced log. */
+export declare function interruptedTurnClosers(events: readonly SessionEvent[]): SessionEvent[]
+
+// ---------------------------------------------------------------- Session
+
+/**
+ * The publication seam (SPEC 10): how a store attaches to a session.
+ * `beforeCommit` runs after validation and before the event enters the log;
+ * throwing vetoes the append (nothing changes). `afterCommit` observers run
+ * after commit, each in isolation: a throw or a rejected promise is reported
+ * to `onObserverError` (or `console.error`) and neither undoes the append nor
+ * stops the other observers. Appending to the same session from inside either
+ * callback is rejected.
+ */
+export interface SessionAttachment {
+  beforeCommit?(event: SessionEvent, session: Session): void
+  afterCommit?(event: SessionEvent, session: Session): void | Promise<void>
+  onObserverError?(error: unknown, event: SessionEvent, session: Session): void
+}
+
+export interface SessionOptions {
+  /** Check SPEC 9 invariants over the seed and before every append. */
+  invariants?: boolean
+}
+
+/** An event-sourced session: an append-only log and its derived message history. */
+export declare class Session {
+  /**
+   * @param id - the session identity.
+   * @param seed - events to replay (validated and snapshotted; a failing seed constructs nothing).
+   * @param header - creation metadata; omitted, `{ version: 0, id, createdAt: Date.now() }`.
+   * @param options - `{ invariants: true }` checks SPEC 9 on the seed and every append.
+   */
+  constructor(id: SessionId | string, seed?: readonly SessionEvent[], header?: SessionHeader, options?: SessionOptions)
+
+  /** A whole v0 JSONL log (header line + events), parsed and validated natively. Throws with `err.line` on a defective log. */
+  static fromJsonl(text: string | Uint8Array): Session
+
+  readonly id: SessionId
+  /** Detached, deep-frozen creation metadata. */
+  readonly header: SessionHeader
+  /** The next seq: the log length. */
+  readonly seq: number
+  /** A frozen array of frozen events; the same array until the next append. */
+  readonly events: readonly SessionEvent[]
+  /** The live surface; the same object on every read. */
+  readonly surface: SessionSurface
+
+  /**
+   * Append one event. Surface types require a {@link SurfaceIntent}; other
+   * types forbid it. Returns the frozen logged event, whose `data` is a
+   * snapshot of `data`. A rejected append changes nothing.
+   */
+  append<T extends SessionEventType>(
+    type: T,
+    data: SessionEventMap[T],
+    ...opts: T extends SurfaceEventType ? [opts: SurfaceIntent] : []
+  ): SessionEvent<T>
+
+  /** The derived LLM history: a fresh array of shared, deep-frozen messages. */
+  deriveMessages(): Message[]
+  /** The message one event produces, or `null`. */
+  deriveEventMessage(event: SessionEvent): Message | null
+  /** The canonical header in force after the last `request/header`, or `undefined`. */
+  requestHeader(): EpochHeader | undefined
+
+  /** The exact text a JSONL store would hold for this session. */
+  toJsonl(): string
+  /**
+   * A new session holding events `0..=boundary` (default: the whole log),
+   * which must end on a `turn/end`. The child header records
+   * `parentSession`, `seedLength` and the parent's `cwd`.
+   */
+  fork(boundary?: number, childId?: SessionId | string): Session
+
+  /** Attach a store or observer (SPEC 10). Returns the detach function. */
+  attach(attachment: SessionAttachment): () => void
+}

@@ -11,6 +11,8 @@ const binding = require('./binding.js')
 const { randomUUID } = require('node:crypto')
 
 const { NativeSession } = binding
+/** Types whose appends the native surface fold must see (the list lives in Rust). */
+const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes())
 
 const SESSION_FORMAT_VERSION = 0
 
@@ -362,31 +364,28 @@ class Session {
       if (metaCopy.surfaceOp !== undefined) event.surfaceOp = metaCopy.surfaceOp
     }
     freeze(event)
-    let text = null
-    if (dataText !== null) {
-      // Header events go to the native log whole: it folds them at once.
-      this.#sync()
-      text = JSON.stringify(event)
-    }
+    // Only surface events and headers need the native fold now; every other
+    // event reaches the native log with the next batch of texts (#sync).
+    const needsNative = metaJson !== null || dataText !== null || SURFACE_TYPES.has(type)
     const attachments = this.#attachments
-    let effect
+    let effect = 0
     if (attachments.length === 0) {
-      effect = native.append(type, metaJson, time, dataText, text)
+      if (needsNative) effect = native.append(type, seq, metaJson, dataText)
     } else {
-      effect = native.prepare(type, metaJson, time, dataText, text)
+      if (needsNative) effect = native.prepare(type, seq, metaJson, dataText)
       this.#appending = true
       try {
         for (const a of attachments.slice()) {
           if (typeof a.beforeCommit === 'function') a.beforeCommit(event, this)
         }
       } catch (error) {
-        native.discardPrepared()
+        if (needsNative) native.discardPrepared()
         this.#appending = false
         throw error
       }
-      native.commitPrepared()
+      if (needsNative) native.commitPrepared()
     }
-    this.#commit(event, effect, text !== null)
+    this.#commit(event, effect)
     if (attachments.length !== 0) {
       try {
         for (const a of attachments.slice()) this.#notify(a, event)
@@ -397,7 +396,7 @@ class Session {
     return event
   }
 
-  #commit(event, effect, textHeld) {
+  #commit(event, effect) {
     const seq = event.seq
     if (effect === 1) {
       this.#nodes.push(seq)
@@ -408,7 +407,6 @@ class Session {
     }
     this.#objs.push(event)
     this.#seq = seq + 1
-    if (textHeld) this.#synced = this.#seq
     this.#eventsCache = undefined
   }
 

@@ -64,6 +64,15 @@ impl Kind {
     }
 }
 
+/// The surface-eligible types by name.
+pub const SURFACE_ELIGIBLE_TYPES: [&str; 5] = [
+    "user/message",
+    "assistant/message",
+    "tool/result",
+    "context/message",
+    "steering/message",
+];
+
 /// `isSurfaceEligibleType(type)`.
 pub fn is_surface_eligible_type(ty: &str) -> bool {
     Kind::of(ty).is_surface_eligible()

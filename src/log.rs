@@ -24,9 +24,7 @@ pub struct EventMeta {
 /// A validated, not yet committed live append.
 #[derive(Debug)]
 pub struct Prepared {
-    meta: EventMeta,
     plan: Plan,
-    text: Option<Box<str>>,
     header: Option<Value>,
 }
 
@@ -129,14 +127,8 @@ impl Log {
         self.request_header_generation
     }
 
-    fn commit(
-        &mut self,
-        meta: EventMeta,
-        plan: &Plan,
-        text: Option<Box<str>>,
-        header: Option<Value>,
-    ) {
-        let index = self.metas.len();
+    /// Apply a validated surface plan and header payload.
+    fn apply(&mut self, plan: &Plan, header: Option<Value>) {
         if let Plan::Replace {
             start_idx, end_idx, ..
         } = *plan
@@ -144,19 +136,19 @@ impl Log {
             self.last_replace = (start_idx, end_idx);
         }
         self.surface.apply(plan);
-        if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
-            self.last_boundary = Some(index);
-        }
         if let Some(h) = header {
             self.request_header = Some(canonical_header(&h));
             self.request_header_generation += 1;
         }
-        self.metas.push(meta);
-        if let Some(t) = text {
-            if self.texts.len() == index {
-                self.texts.push(t);
-            }
+    }
+
+    /// Record an event's text and meta (its surface effect already applied).
+    fn record(&mut self, meta: EventMeta, text: Box<str>) {
+        if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
+            self.last_boundary = Some(self.metas.len());
         }
+        self.metas.push(meta);
+        self.texts.push(text);
     }
 
     /// Accept one event read from text (seed, resume): every seed rule, with
@@ -201,7 +193,8 @@ impl Log {
             time: e.time,
             op: plan.op(),
         };
-        self.commit(meta, &plan, Some(text.into()), header);
+        self.apply(&plan, header);
+        self.record(meta, text.into());
         Ok(())
     }
 
@@ -283,11 +276,16 @@ impl Log {
     pub fn prepare(
         &self,
         ty: &str,
+        seq: u64,
         surface_meta: Option<&str>,
-        time: u64,
         data: Option<&str>,
-        text: Option<String>,
     ) -> CoreResult<Prepared> {
+        if seq < self.metas.len() as u64 {
+            return Err(CoreError::InvalidArgument(format!(
+                "append seq {seq} is behind the native log ({})",
+                self.metas.len()
+            )));
+        }
         let kind = Kind::of(ty);
         if let Some(legacy) = legacy_of(kind, data) {
             return Err(CoreError::LegacyVocabulary(
@@ -305,7 +303,6 @@ impl Log {
                 source_event_seqs: None,
             },
         };
-        let seq = self.metas.len() as u64;
         let plan = self.surface.plan(&Candidate {
             ty,
             kind,
@@ -319,36 +316,52 @@ impl Log {
         } else {
             None
         };
-        Ok(Prepared {
-            meta: EventMeta {
-                kind,
-                time,
-                op: plan.op(),
-            },
-            plan,
-            text: text.map(String::into_boxed_str),
-            header,
-        })
+        Ok(Prepared { plan, header })
     }
 
     /// Commit a prepared append. The caller guarantees nothing was committed
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
-        self.commit(p.meta, &p.plan, p.text, p.header);
+        self.apply(&p.plan, p.header);
     }
 
-    /// Hand over the texts of live events `texts_len()..` as one JSON array.
+    /// Hand over live events `len()..` as one JSON array of event texts.
+    /// Their surface effects were applied when they were appended; this
+    /// records their texts and metas.
     pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
-        let items: Vec<&RawValue> = serde_json::from_str(json_array).map_err(|e| {
-            CoreError::InvalidArgument(format!("event texts are not a JSON array: {e}"))
-        })?;
-        if self.texts.len() + items.len() > self.metas.len() {
-            return Err(CoreError::InvalidArgument(
-                "more event texts than events".into(),
-            ));
+        #[derive(Deserialize)]
+        struct Lite<'a> {
+            #[serde(rename = "type", borrow)]
+            ty: std::borrow::Cow<'a, str>,
+            time: f64,
+            #[serde(rename = "surfaceOp")]
+            surface_op: Option<Value>,
         }
-        self.texts
-            .extend(items.iter().map(|r| Box::<str>::from(r.get())));
+        let bad = |e: serde_json::Error| {
+            CoreError::InvalidArgument(format!("event texts are not a JSON array of events: {e}"))
+        };
+        let items: Vec<&RawValue> = serde_json::from_str(json_array).map_err(bad)?;
+        let mut records = Vec::with_capacity(items.len());
+        for raw in &items {
+            let lite: Lite = serde_json::from_str(raw.get()).map_err(bad)?;
+            let op = match lite.surface_op {
+                None => None,
+                Some(Value::String(_)) => Some(SurfaceOp::Append),
+                Some(v) => Some(SurfaceOp::Replace {
+                    start: v.get("start").and_then(crate::json::as_seq).unwrap_or(0),
+                    end: v.get("end").and_then(crate::json::as_seq).unwrap_or(0),
+                }),
+            };
+            let meta = EventMeta {
+                kind: Kind::of(&lite.ty),
+                time: lite.time.max(0.0) as u64,
+                op,
+            };
+            records.push((meta, Box::<str>::from(raw.get())));
+        }
+        for (meta, text) in records {
+            self.record(meta, text);
+        }
         Ok(())
     }
 

@@ -25,14 +25,6 @@ pub struct JsonlFailure {
     pub line: u32,
 }
 
-fn time_of(t: f64) -> u64 {
-    if t.is_finite() && t >= 0.0 {
-        t as u64
-    } else {
-        0
-    }
-}
-
 #[napi]
 impl NativeSession {
     /// A session from an id, an optional seed (JSON array of snapshotted
@@ -103,10 +95,9 @@ impl NativeSession {
         &mut self,
         env: Env,
         ty: String,
+        seq: f64,
         surface_meta: Option<String>,
-        time: f64,
         data: Option<String>,
-        text: Option<String>,
     ) -> Result<u32> {
         if self.prepared.is_some() {
             return Err(throw(&env, reentrant()));
@@ -115,10 +106,9 @@ impl NativeSession {
             .log
             .prepare(
                 &ty,
+                seq as u64,
                 surface_meta.as_deref(),
-                time_of(time),
                 data.as_deref(),
-                text,
             )
             .map_err(|e| throw(&env, e))?;
         let effect = p.surface_effect();
@@ -133,10 +123,9 @@ impl NativeSession {
         &mut self,
         env: Env,
         ty: String,
+        seq: f64,
         surface_meta: Option<String>,
-        time: f64,
         data: Option<String>,
-        text: Option<String>,
     ) -> Result<u32> {
         if self.prepared.is_some() {
             return Err(throw(&env, reentrant()));
@@ -145,10 +134,9 @@ impl NativeSession {
             .log
             .prepare(
                 &ty,
+                seq as u64,
                 surface_meta.as_deref(),
-                time_of(time),
                 data.as_deref(),
-                text,
             )
             .map_err(|e| throw(&env, e))?;
         let effect = p.surface_effect();
@@ -170,6 +158,12 @@ impl NativeSession {
     #[napi(js_name = "discardPrepared")]
     pub fn discard_prepared(&mut self) {
         self.prepared = None;
+    }
+
+    /// Names of the surface-eligible types (the JS fast path asks once).
+    #[napi(js_name = "surfaceEligibleTypes")]
+    pub fn surface_eligible_types() -> Vec<String> {
+        crate::event::SURFACE_ELIGIBLE_TYPES.iter().map(|t| t.to_string()).collect()
     }
 
     /// Hand over the JSON texts of live events not yet held natively.

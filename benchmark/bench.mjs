@@ -1,0 +1,147 @@
+// Session core benchmark: ratios measured side by side in one run, on the
+// shared 100k-event workload (../shared/bench/workload.mjs).
+//
+//   node --expose-gc benchmark/bench.mjs [events=100000] [rounds=5]
+//
+// Each ratio is the median of `rounds` interleaved runs of both sides.
+import { createRequire } from 'node:module'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import path from 'node:path'
+
+const require = createRequire(import.meta.url)
+const here = path.dirname(fileURLToPath(import.meta.url))
+const { Session } = require('../index.js')
+
+const workloadPath = [path.resolve(here, '../../shared/bench/workload.mjs'), path.resolve(here, 'workload.mjs')]
+  .find((p) => existsSync(p))
+const { generateOps, toEvents, cloneJson } = await import(workloadPath)
+
+const N = Number(process.argv[2] ?? 100_000)
+const ROUNDS = Number(process.argv[3] ?? 5)
+const gc = globalThis.gc ?? (() => {})
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const now = () => performance.now()
+
+function deepFreeze(v) {
+  if (typeof v === 'object' && v !== null) {
+    if (Array.isArray(v)) for (const x of v) deepFreeze(x)
+    else for (const k in v) deepFreeze(v[k])
+    Object.freeze(v)
+  }
+  return v
+}
+
+const { ops, stepStarts } = generateOps(N)
+const stepStartSet = new Set(stepStarts)
+console.log(`workload: ${ops.length} events, ${stepStarts.length} steps (Node ${process.version})`)
+
+// 1. live append vs the JS floor ---------------------------------------------
+function floorRun(inputs) {
+  const t = now()
+  const out = new Array(inputs.length)
+  for (let i = 0; i < inputs.length; i++) out[i] = deepFreeze(JSON.parse(JSON.stringify(inputs[i].data)))
+  return now() - t
+}
+function appendRun(inputs) {
+  const s = new Session('bench')
+  const t = now()
+  for (let i = 0; i < inputs.length; i++) {
+    const op = inputs[i]
+    if (op.opts === undefined) s.append(op.type, op.data)
+    else s.append(op.type, op.data, op.opts)
+  }
+  return now() - t
+}
+const appendRatios = []
+let appendMs = 0
+let floorMs = 0
+for (let r = 0; r < ROUNDS; r++) {
+  const a = cloneJson(ops)
+  const b = cloneJson(ops)
+  gc()
+  const f = floorRun(a)
+  gc()
+  const s = appendRun(b)
+  appendRatios.push(s / f)
+  appendMs += s
+  floorMs += f
+}
+
+// 2. resume: fromJsonl + first deriveMessages vs JSON.parse of every line ---------
+const live = new Session('bench-resume')
+for (const op of ops) op.opts === undefined ? live.append(op.type, op.data) : live.append(op.type, op.data, op.opts)
+const jsonl = live.toJsonl()
+const lines = jsonl.split('\n')
+lines.pop()
+const resumeRatios = []
+let resumeMs = 0
+let parseMs = 0
+for (let r = 0; r < ROUNDS; r++) {
+  gc()
+  let t = now()
+  const parsed = new Array(lines.length)
+  for (let i = 0; i < lines.length; i++) parsed[i] = JSON.parse(lines[i])
+  const p = now() - t
+  gc()
+  t = now()
+  const s = Session.fromJsonl(jsonl)
+  s.deriveMessages()
+  const q = now() - t
+  resumeRatios.push(q / p)
+  resumeMs += q
+  parseMs += p
+}
+
+// 3. deriveMessages after every step of a live run ------------------------------
+let deriveTotal = 0
+let deriveCalls = 0
+{
+  const inputs = cloneJson(ops)
+  const s = new Session('bench-derive')
+  gc()
+  for (let i = 0; i < inputs.length; i++) {
+    if (stepStartSet.has(i)) {
+      const t = now()
+      s.deriveMessages()
+      deriveTotal += now() - t
+      deriveCalls += 1
+    }
+    const op = inputs[i]
+    op.opts === undefined ? s.append(op.type, op.data) : s.append(op.type, op.data, op.opts)
+  }
+}
+
+// 4. memory retained by a resumed session, before and after `events` is read ----
+function memory() {
+  gc()
+  gc()
+  const m = process.memoryUsage()
+  return { heap: m.heapUsed, external: m.external + m.arrayBuffers, rss: m.rss }
+}
+const base = memory()
+const resumed = Session.fromJsonl(jsonl)
+resumed.deriveMessages()
+const afterResume = memory()
+const events = resumed.events
+const afterEvents = memory()
+const perEvent = (a, b, k) => ((b[k] - a[k]) / ops.length).toFixed(0)
+
+const row = (name, value, target = '') => console.log(`${name.padEnd(58)} ${String(value).padStart(14)}  ${target}`)
+console.log('')
+row('measure', 'value', 'target')
+row('append per event / JS floor (parse∘stringify + freeze)', median(appendRatios).toFixed(2) + 'x', '<= 1.2x')
+row('  append per event (µs), median of rounds', ((appendMs / ROUNDS / ops.length) * 1000).toFixed(2))
+row('  floor per event (µs)', ((floorMs / ROUNDS / ops.length) * 1000).toFixed(2))
+row('fromJsonl + first deriveMessages / JSON.parse of lines', median(resumeRatios).toFixed(2) + 'x', '<= 0.5x')
+row('  fromJsonl + derive (ms)', (resumeMs / ROUNDS).toFixed(1))
+row('  JSON.parse of every line (ms)', (parseMs / ROUNDS).toFixed(1))
+row(`deriveMessages after every step, total (ms, ${deriveCalls} calls)`, deriveTotal.toFixed(1))
+row('  per call (µs)', ((deriveTotal / Math.max(deriveCalls, 1)) * 1000).toFixed(1))
+row('resumed session retained, before events read (B/event, rss)', perEvent(base, afterResume, 'rss'))
+row('  of which JS heap (B/event)', perEvent(base, afterResume, 'heap'))
+row('after events is first read (B/event, rss)', perEvent(base, afterEvents, 'rss'))
+row('  of which JS heap (B/event)', perEvent(base, afterEvents, 'heap'))
+row('JSONL size (B/event)', (Buffer.byteLength(jsonl) / ops.length).toFixed(0))
+if (events.length !== ops.length) throw new Error('resumed session lost events')

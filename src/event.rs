@@ -2,7 +2,8 @@
 //! without building a tree for the payload.
 
 use crate::error::CoreError;
-use crate::json::{check_lossless_text, number_as_seq, TextDefect};
+use crate::json::{number_as_seq, TextDefect};
+use crate::scan::{data_field, scan_event};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -78,25 +79,6 @@ pub fn is_surface_eligible_type(ty: &str) -> bool {
     Kind::of(ty).is_surface_eligible()
 }
 
-/// The envelope of one event as it appears in JSON text; the payload and the
-/// surface metadata stay raw.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEnvelope<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<&'a RawValue>,
-    #[serde(borrow)]
-    seq: Option<&'a RawValue>,
-    #[serde(borrow)]
-    time: Option<&'a RawValue>,
-    #[serde(borrow)]
-    data: Option<&'a RawValue>,
-    #[serde(rename = "surfaceOp", borrow)]
-    surface_op: Option<&'a RawValue>,
-    #[serde(rename = "sourceEventSeqs", borrow)]
-    source_event_seqs: Option<&'a RawValue>,
-}
-
 /// One event read from text, envelope-checked.
 #[derive(Debug)]
 pub struct EventText<'a> {
@@ -104,7 +86,7 @@ pub struct EventText<'a> {
     pub kind: Kind,
     pub seq: u64,
     pub time: u64,
-    pub data: &'a RawValue,
+    pub data: &'a str,
     pub surface_op: Option<Value>,
     pub source_event_seqs: Option<Value>,
 }
@@ -174,11 +156,6 @@ pub enum ReadError {
     Invalid(CoreError),
 }
 
-fn non_negative_safe_integer(raw: Option<&RawValue>) -> Option<u64> {
-    let n: serde_json::Number = serde_json::from_str(raw?.get()).ok()?;
-    number_as_seq(&n)
-}
-
 fn has_provider_model(v: Option<&Value>) -> bool {
     let non_empty = |k: &str| {
         v.and_then(|o| o.get(k))
@@ -188,82 +165,58 @@ fn has_provider_model(v: Option<&Value>) -> bool {
     v.is_some_and(Value::is_object) && non_empty("provider") && non_empty("model")
 }
 
-#[derive(Deserialize)]
-struct HeaderPayload {
-    header: Option<Value>,
+/// Decode a JSON string literal (with its quotes).
+pub fn decode_str(raw: &str) -> Option<String> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if inner.as_bytes().contains(&b'\\') {
+        serde_json::from_str(raw).ok()
+    } else {
+        Some(inner.to_string())
+    }
 }
 
-#[derive(Deserialize)]
-struct ProvenancePayload {
-    provenance: Option<Value>,
+fn small_value(raw: &str) -> Option<Value> {
+    serde_json::from_str(raw).ok()
 }
 
 /// Read one event from JSON text and check everything SPEC 3 checks for a
 /// seed event at `index` except contiguity and the surface transition, with
-/// the seed messages.
+/// the seed messages. One validating pass over the line (see `scan`).
 pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> {
     let invalid = || {
         ReadError::Invalid(CoreError::InvalidEnvelope(format!(
             "seed event at index {index} has an invalid event envelope"
         )))
     };
-    let env: RawEnvelope = match serde_json::from_str(text) {
-        Ok(env) => env,
-        Err(e) if e.is_data() => {
-            // Valid JSON of the wrong shape (unknown key, not an object, ...).
-            return match check_lossless_text(text) {
-                Err(TextDefect::Syntax) => Err(ReadError::Unparsable),
-                Err(TextDefect::NotLossless) => Err(ReadError::Invalid(not_lossless(index))),
-                Ok(()) => {
-                    if type_is_delta(text) {
-                        Err(ReadError::Invalid(legacy_seed(Legacy::HeaderDelta, index)))
-                    } else {
-                        Err(invalid())
-                    }
-                }
-            };
-        }
-        Err(_) => return Err(ReadError::Unparsable),
+    let f = match scan_event(text) {
+        Ok(f) => f,
+        Err(TextDefect::Syntax) => return Err(ReadError::Unparsable),
+        Err(TextDefect::NotLossless) => return Err(ReadError::Invalid(not_lossless(index))),
     };
-    // Every number of the event must come back from JSON.parse losslessly.
-    if let Some(data) = env.data {
-        match check_lossless_text(data.get()) {
-            Ok(()) => {}
-            Err(TextDefect::Syntax) => return Err(ReadError::Unparsable),
-            Err(TextDefect::NotLossless) => return Err(ReadError::Invalid(not_lossless(index))),
-        }
-    }
-    let ty: Option<String> = env.ty.and_then(|raw| serde_json::from_str(raw.get()).ok());
+    let ty = f.ty.and_then(decode_str);
     if ty.as_deref() == Some("request/header-delta") {
         return Err(ReadError::Invalid(legacy_seed(Legacy::HeaderDelta, index)));
     }
-    let (Some(ty), Some(seq), Some(time), Some(data)) = (
-        ty,
-        non_negative_safe_integer(env.seq),
-        non_negative_safe_integer(env.time),
-        env.data,
-    ) else {
+    if !f.is_object || f.foreign_key {
+        return Err(invalid());
+    }
+    let as_seq = |raw: Option<&str>| {
+        serde_json::from_str::<serde_json::Number>(raw?)
+            .ok()
+            .and_then(|n| number_as_seq(&n))
+    };
+    let (Some(ty), Some(seq), Some(time), Some(data)) = (ty, as_seq(f.seq), as_seq(f.time), f.data)
+    else {
         return Err(invalid());
     };
-    let parse_small = |raw: Option<&RawValue>| -> Result<Option<Value>, ReadError> {
-        match raw {
-            None => Ok(None),
-            Some(r) => check_lossless_text(r.get())
-                .ok()
-                .and_then(|()| serde_json::from_str(r.get()).ok())
-                .map(Some)
-                .ok_or_else(|| ReadError::Invalid(not_lossless(index))),
-        }
-    };
-    let surface_op = parse_small(env.surface_op)?;
-    let source_event_seqs = parse_small(env.source_event_seqs)?;
+    let surface_op = f.surface_op.and_then(small_value);
+    let source_event_seqs = f.source_event_seqs.and_then(small_value);
     let kind = Kind::of(&ty);
     match kind {
         Kind::RequestHeader => {
-            let payload: Option<HeaderPayload> = serde_json::from_str(data.get()).ok();
-            let config = payload
+            let header = data_field(&f, "header").and_then(small_value);
+            let config = header
                 .as_ref()
-                .and_then(|p| p.header.as_ref())
                 .filter(|h| h.is_object())
                 .and_then(|h| h.get("config"));
             if !has_provider_model(config) {
@@ -271,19 +224,19 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
                     "seed request/header at index {index} lacks provider/model"
                 ))));
             }
+            if data_field(&f, "reason").map(str::trim) == Some("\"fallback\"") {
+                return Err(ReadError::Invalid(legacy_seed(Legacy::FallbackReason, index)));
+            }
         }
         Kind::AssistantMessage => {
-            let payload: Option<ProvenancePayload> = serde_json::from_str(data.get()).ok();
-            if !has_provider_model(payload.as_ref().and_then(|p| p.provenance.as_ref())) {
+            let provenance = data_field(&f, "provenance").and_then(small_value);
+            if !has_provider_model(provenance.as_ref()) {
                 return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
                     "seed assistant/message at index {index} lacks provider/model provenance"
                 ))));
             }
         }
         _ => {}
-    }
-    if let Some(legacy) = legacy_of(kind, Some(data.get())) {
-        return Err(ReadError::Invalid(legacy_seed(legacy, index)));
     }
     Ok(EventText {
         ty,
@@ -294,18 +247,6 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         surface_op,
         source_event_seqs,
     })
-}
-
-fn type_is_delta(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct TypeOnly {
-        #[serde(rename = "type")]
-        ty: Option<Value>,
-    }
-    serde_json::from_str::<TypeOnly>(text)
-        .ok()
-        .and_then(|t| t.ty)
-        .is_some_and(|t| t == "request/header-delta")
 }
 
 fn not_lossless(index: usize) -> CoreError {
@@ -369,7 +310,7 @@ mod tests {
         )
         .unwrap_or_else(|_| panic!("valid event"));
         assert_eq!((e.kind, e.seq, e.time), (Kind::TurnStart, 2, 5));
-        assert_eq!(e.data.get(), r#"{"turn":1}"#);
+        assert_eq!(e.data, r#"{"turn":1}"#);
     }
 
     #[test]

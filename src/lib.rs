@@ -8,6 +8,7 @@ pub mod header;
 pub mod json;
 pub mod log;
 pub mod repair;
+pub mod scan;
 pub mod session_header;
 pub mod surface;
 

@@ -4,7 +4,7 @@
 //! pass through `accept`, so the rules are checked in one place.
 
 use crate::error::{CoreError, CoreResult};
-use crate::event::{legacy_of, read_event, Kind, ReadError};
+use crate::event::{legacy_of, read_event, EventText, Kind, ReadError};
 use crate::header::canonical_header;
 use crate::repair::{closers, ScanEvent};
 use crate::session_header::SessionHeader;
@@ -12,6 +12,67 @@ use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+/// Logs shorter than this are read on one thread.
+const PARALLEL_MIN_LINES: usize = 4096;
+
+/// Where an accepted event's text is: to copy in, or already in the buffer.
+enum TextRef<'a> {
+    Copy(&'a str),
+    Span(usize, usize),
+}
+
+/// Every event's JSON text in one buffer (no allocation per event).
+#[derive(Debug, Clone, Default)]
+pub struct Texts {
+    buf: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Texts {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let &(s, e) = self.spans.get(i)?;
+        self.buf.get(s..e)
+    }
+    pub fn push(&mut self, text: &str) {
+        let start = self.buf.len();
+        self.buf.push_str(text);
+        self.spans.push((start, self.buf.len()));
+    }
+    /// Take a whole log text as the buffer (before any push).
+    fn adopt_buffer(&mut self, text: &str) {
+        self.buf = text.to_string();
+        self.spans.clear();
+    }
+    fn push_span(&mut self, start: usize, end: usize) {
+        self.spans.push((start, end));
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        self.spans.iter().filter_map(|&(s, e)| self.buf.get(s..e))
+    }
+}
+
+/// Byte ranges of each line of `text` (without `\n` or a trailing `\r`).
+fn line_spans(text: &str) -> Vec<(usize, usize)> {
+    let base = text.as_ptr() as usize;
+    let mut spans = Vec::with_capacity(text.len() / 128 + 1);
+    // `split` finds newlines with the standard library's vectorized search.
+    for line in text.split('\n') {
+        let start = line.as_ptr() as usize - base;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        spans.push((start, start + line.len()));
+    }
+    if spans.len() > 1 && spans.last().is_some_and(|&(s, e)| s == e && s == text.len()) {
+        spans.pop();
+    }
+    spans
+}
 
 /// What the log keeps per event besides its text.
 #[derive(Debug, Clone, Copy)]
@@ -50,9 +111,9 @@ pub struct LineError {
 pub struct Log {
     pub(crate) header: SessionHeader,
     pub(crate) metas: Vec<EventMeta>,
-    /// Texts of events `0..texts.len()`; live appends may leave a suffix
-    /// whose text the binding has not handed over yet.
-    pub(crate) texts: Vec<Box<str>>,
+    /// Texts of events `0..len()`; live appends may leave a suffix whose
+    /// text the binding has not handed over yet (it keeps those events).
+    pub(crate) texts: Texts,
     pub(crate) surface: Surface,
     pub(crate) last_replace: (usize, usize),
     pub(crate) request_header: Option<Value>,
@@ -79,7 +140,7 @@ impl Log {
         Log {
             header,
             metas: Vec::new(),
-            texts: Vec::new(),
+            texts: Texts::default(),
             surface: Surface::new(),
             last_replace: (0, 0),
             request_header: None,
@@ -114,7 +175,7 @@ impl Log {
         self.metas.get(seq)
     }
     pub fn text(&self, seq: usize) -> Option<&str> {
-        self.texts.get(seq).map(|t| &**t)
+        self.texts.get(seq)
     }
     /// `[startIdx, endIdx]` of the last committed replacement.
     pub fn last_replace(&self) -> (usize, usize) {
@@ -143,22 +204,34 @@ impl Log {
     }
 
     /// Record an event's text and meta (its surface effect already applied).
-    fn record(&mut self, meta: EventMeta, text: Box<str>) {
+    fn record(&mut self, meta: EventMeta, text: &str) {
+        self.note_meta(meta);
+        self.texts.push(text);
+    }
+
+    /// Record an event whose text is already in the text buffer.
+    fn record_span(&mut self, meta: EventMeta, start: usize, end: usize) {
+        self.note_meta(meta);
+        self.texts.push_span(start, end);
+    }
+
+    fn note_meta(&mut self, meta: EventMeta) {
         if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
             self.last_boundary = Some(self.metas.len());
         }
         self.metas.push(meta);
-        self.texts.push(text);
     }
 
-    /// Accept one event read from text (seed, resume): every seed rule, with
-    /// the seed messages for `index`.
-    pub(crate) fn accept_text(
+    /// Check one already-read event against every seed rule that needs the
+    /// log (contiguity, surface transition) and commit it, with the seed
+    /// messages for `index`. `text` is where the event's text lives.
+    fn accept_read(
         &mut self,
-        text: &str,
+        read: Result<EventText<'_>, ReadError>,
         index: usize,
+        text: TextRef<'_>,
     ) -> Result<(), Option<CoreError>> {
-        let e = match read_event(text, index) {
+        let e = match read {
             Ok(e) => e,
             Err(ReadError::Unparsable) => return Err(None),
             Err(ReadError::Invalid(err)) => return Err(Some(err)),
@@ -182,7 +255,7 @@ impl Log {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
             })?;
         let header = if e.kind == Kind::RequestHeader {
-            serde_json::from_str::<HeaderEventData>(e.data.get())
+            serde_json::from_str::<HeaderEventData>(e.data)
                 .ok()
                 .and_then(|d| d.header)
         } else {
@@ -194,8 +267,17 @@ impl Log {
             op: plan.op(),
         };
         self.apply(&plan, header);
-        self.record(meta, text.into());
+        match text {
+            TextRef::Copy(t) => self.record(meta, t),
+            TextRef::Span(start, end) => self.record_span(meta, start, end),
+        }
         Ok(())
+    }
+
+    /// Accept one event from its JSON text (seed, store load): every seed
+    /// rule, with the seed messages for `index`. `Err(None)`: unparsable.
+    pub(crate) fn accept_text(&mut self, text: &str, index: usize) -> Result<(), Option<CoreError>> {
+        self.accept_read(read_event(text, index), index, TextRef::Copy(text))
     }
 
     /// Seed from a JSON array of events (`new Session(id, seed)`).
@@ -215,6 +297,8 @@ impl Log {
     }
 
     /// Parse a whole v0 JSONL log: header line, then one event per line.
+    /// Lines are read (validated, split into fields) on two threads; the
+    /// surface fold then runs over them in order.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
         let text = std::str::from_utf8(bytes).map_err(|e| {
             let line = bytes[..e.valid_up_to()]
@@ -229,43 +313,61 @@ impl Log {
                 line,
             }
         })?;
-        let mut lines = text
-            .split('\n')
-            .enumerate()
-            .map(|(i, l)| (i + 1, l.strip_suffix('\r').unwrap_or(l)));
-        let (_, first) = lines.next().unwrap_or((1, ""));
-        if first.trim().is_empty() {
+        let spans = line_spans(text);
+        let Some(&(hs, he)) = spans.first().filter(|&&(s, e)| !text[s..e].trim().is_empty()) else {
             return Err(LineError {
                 error: CoreError::CorruptLog("empty or header-less session log".into()),
                 line: 1,
             });
-        }
+        };
         let header =
-            SessionHeader::from_line(first).map_err(|error| LineError { error, line: 1 })?;
+            SessionHeader::from_line(&text[hs..he]).map_err(|error| LineError { error, line: 1 })?;
+        // Events: every line after the header; blank lines are allowed only at the end.
+        let mut events = &spans[1..];
+        while events.last().is_some_and(|&(s, e)| text[s..e].trim().is_empty()) {
+            events = &events[..events.len() - 1];
+        }
+        let read_all = |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
+            part.iter()
+                .enumerate()
+                // A blank line inside the log reads as unparsable.
+                .map(|(i, &(s, e))| read_event(&text[s..e], from + i))
+                .collect()
+        };
+        let reads = if events.len() >= PARALLEL_MIN_LINES {
+            let mid = events.len() / 2;
+            std::thread::scope(|scope| {
+                let second = scope.spawn(|| read_all(mid, &events[mid..]));
+                let mut first = read_all(0, &events[..mid]);
+                match second.join() {
+                    Ok(rest) => {
+                        first.extend(rest);
+                        first
+                    }
+                    // A panicking reader is a bug; read the rest here instead.
+                    Err(_) => {
+                        first.extend(read_all(mid, &events[mid..]));
+                        first
+                    }
+                }
+            })
+        } else {
+            read_all(0, events)
+        };
         let mut log = Log::new(header);
-        let mut pending_blank: Option<usize> = None;
-        for (line, l) in lines {
-            if l.trim().is_empty() {
-                pending_blank.get_or_insert(line);
-                continue;
-            }
-            if let Some(blank) = pending_blank {
-                return Err(LineError {
-                    error: CoreError::CorruptLog(format!(
-                        "corrupt session log: unparsable event at line {blank}"
-                    )),
-                    line: blank,
-                });
-            }
-            let index = log.len();
-            log.accept_text(l, index).map_err(|e| LineError {
-                error: e.unwrap_or_else(|| {
-                    CoreError::CorruptLog(format!(
-                        "corrupt session log: unparsable event at line {line}"
-                    ))
-                }),
-                line,
-            })?;
+        log.texts.adopt_buffer(text);
+        for (index, read) in reads.into_iter().enumerate() {
+            let (s, e) = events[index];
+            let line = index + 2;
+            log.accept_read(read, index, TextRef::Span(s, e))
+                .map_err(|err| LineError {
+                    error: err.unwrap_or_else(|| {
+                        CoreError::CorruptLog(format!(
+                            "corrupt session log: unparsable event at line {line}"
+                        ))
+                    }),
+                    line,
+                })?;
         }
         Ok(log)
     }
@@ -357,7 +459,7 @@ impl Log {
                 time: lite.time.max(0.0) as u64,
                 op,
             };
-            records.push((meta, Box::<str>::from(raw.get())));
+            records.push((meta, raw.get()));
         }
         for (meta, text) in records {
             self.record(meta, text);
@@ -369,14 +471,14 @@ impl Log {
     pub fn events_json(&self, from: usize, to: usize) -> String {
         let to = to.min(self.texts.len());
         let from = from.min(to);
-        let slice = &self.texts[from..to];
-        let mut out = String::with_capacity(slice.iter().map(|t| t.len() + 1).sum::<usize>() + 2);
+        let size: usize = (from..to).map(|i| self.texts.get(i).map_or(0, str::len) + 1).sum();
+        let mut out = String::with_capacity(size + 2);
         out.push('[');
-        for (i, t) in slice.iter().enumerate() {
-            if i > 0 {
+        for i in from..to {
+            if i > from {
                 out.push(',');
             }
-            out.push_str(t);
+            out.push_str(self.texts.get(i).unwrap_or("null"));
         }
         out.push(']');
         out
@@ -426,7 +528,7 @@ impl Log {
         );
         out.push_str(&header);
         out.push('\n');
-        for t in &self.texts {
+        for t in self.texts.iter() {
             out.push_str(t);
             out.push('\n');
         }
@@ -444,7 +546,7 @@ impl Log {
                 #[serde(borrow)]
                 data: &'a RawValue,
             }
-            let d: DataOnly = serde_json::from_str(&texts[i]).ok()?;
+            let d: DataOnly = serde_json::from_str(texts.get(i)?).ok()?;
             Some(ScanEvent {
                 kind: metas[i].kind,
                 seq: i as u64,
@@ -512,7 +614,7 @@ impl Log {
                 }
             }
             log.metas.push(meta);
-            log.texts.push(self.texts[i].clone());
+            log.texts.push(self.texts.get(i).unwrap_or("null"));
         }
         Ok(log)
     }

@@ -87,6 +87,13 @@ pub fn check_lossless_text(text: &str) -> Result<(), TextDefect> {
     }
 }
 
+/// Serde helper: a field that is present (even as `null`) is `Some`; only a
+/// missing field is `None` (JavaScript's `!== undefined`).
+pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    use serde::Deserialize;
+    Value::deserialize(d).map(Some)
+}
+
 /// `JSON.stringify(s)` for a string.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))

@@ -124,9 +124,9 @@ pub struct Log {
 
 #[derive(Deserialize)]
 struct SurfaceMeta {
-    #[serde(rename = "surfaceOp")]
+    #[serde(rename = "surfaceOp", default, deserialize_with = "crate::json::present")]
     surface_op: Option<Value>,
-    #[serde(rename = "sourceEventSeqs")]
+    #[serde(rename = "sourceEventSeqs", default, deserialize_with = "crate::json::present")]
     source_event_seqs: Option<Value>,
 }
 

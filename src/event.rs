@@ -82,13 +82,14 @@ pub fn is_surface_eligible_type(ty: &str) -> bool {
 /// One event read from text, envelope-checked.
 #[derive(Debug)]
 pub struct EventText<'a> {
-    pub ty: String,
+    pub ty: std::borrow::Cow<'a, str>,
     pub kind: Kind,
     pub seq: u64,
     pub time: u64,
     pub data: &'a str,
-    pub surface_op: Option<Value>,
-    pub source_event_seqs: Option<Value>,
+    /// Raw texts; parsed only when the surface fold needs them.
+    pub surface_op: Option<&'a str>,
+    pub source_event_seqs: Option<&'a str>,
 }
 
 /// Legacy request-header vocabulary (SPEC 7).
@@ -193,7 +194,14 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         Err(TextDefect::Syntax) => return Err(ReadError::Unparsable),
         Err(TextDefect::NotLossless) => return Err(ReadError::Invalid(not_lossless(index))),
     };
-    let ty = f.ty.and_then(decode_str);
+    let ty = f.ty.and_then(|raw| {
+        let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+        if inner.as_bytes().contains(&b'\\') {
+            decode_str(raw).map(std::borrow::Cow::Owned)
+        } else {
+            Some(std::borrow::Cow::Borrowed(inner))
+        }
+    });
     if ty.as_deref() == Some("request/header-delta") {
         return Err(ReadError::Invalid(legacy_seed(Legacy::HeaderDelta, index)));
     }
@@ -201,7 +209,15 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         return Err(invalid());
     }
     let as_seq = |raw: Option<&str>| {
-        serde_json::from_str::<serde_json::Number>(raw?)
+        let raw = raw?;
+        // Plain digits (what JSON.stringify writes for a seq or a time).
+        if !raw.is_empty() && raw.len() <= 15 && raw.bytes().all(|b| b.is_ascii_digit()) {
+            return raw
+                .parse::<u64>()
+                .ok()
+                .filter(|_| raw == "0" || !raw.starts_with('0'));
+        }
+        serde_json::from_str::<serde_json::Number>(raw)
             .ok()
             .and_then(|n| number_as_seq(&n))
     };
@@ -209,8 +225,8 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
     else {
         return Err(invalid());
     };
-    let surface_op = f.surface_op.and_then(small_value);
-    let source_event_seqs = f.source_event_seqs.and_then(small_value);
+    let surface_op = f.surface_op;
+    let source_event_seqs = f.source_event_seqs;
     let kind = Kind::of(&ty);
     match kind {
         Kind::RequestHeader => {
@@ -225,7 +241,10 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
                 ))));
             }
             if data_field(&f, "reason").map(str::trim) == Some("\"fallback\"") {
-                return Err(ReadError::Invalid(legacy_seed(Legacy::FallbackReason, index)));
+                return Err(ReadError::Invalid(legacy_seed(
+                    Legacy::FallbackReason,
+                    index,
+                )));
             }
         }
         Kind::AssistantMessage => {

@@ -15,6 +15,8 @@ use serde_json::Value;
 
 /// Logs shorter than this are read on one thread.
 const PARALLEL_MIN_LINES: usize = 4096;
+/// Fewer surface nodes than this are derived on one thread.
+const PARALLEL_MIN_NODES: usize = 1024;
 
 /// Where an accepted event's text is: to copy in, or already in the buffer.
 enum TextRef<'a> {
@@ -68,7 +70,11 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
         let line = line.strip_suffix('\r').unwrap_or(line);
         spans.push((start, start + line.len()));
     }
-    if spans.len() > 1 && spans.last().is_some_and(|&(s, e)| s == e && s == text.len()) {
+    if spans.len() > 1
+        && spans
+            .last()
+            .is_some_and(|&(s, e)| s == e && s == text.len())
+    {
         spans.pop();
     }
     spans
@@ -124,9 +130,17 @@ pub struct Log {
 
 #[derive(Deserialize)]
 struct SurfaceMeta {
-    #[serde(rename = "surfaceOp", default, deserialize_with = "crate::json::present")]
+    #[serde(
+        rename = "surfaceOp",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
     surface_op: Option<Value>,
-    #[serde(rename = "sourceEventSeqs", default, deserialize_with = "crate::json::present")]
+    #[serde(
+        rename = "sourceEventSeqs",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
     source_event_seqs: Option<Value>,
 }
 
@@ -242,14 +256,18 @@ impl Log {
                 e.seq
             ))));
         }
+        let parse = |raw: Option<&str>| {
+            raw.map(|r| serde_json::from_str::<Value>(r).unwrap_or(Value::Null))
+        };
+        let (surface_op, source_event_seqs) = (parse(e.surface_op), parse(e.source_event_seqs));
         let plan = self
             .surface
             .plan(&Candidate {
                 ty: &e.ty,
                 kind: e.kind,
                 seq: e.seq,
-                surface_op: e.surface_op.as_ref(),
-                source_event_seqs: e.source_event_seqs.as_ref(),
+                surface_op: surface_op.as_ref(),
+                source_event_seqs: source_event_seqs.as_ref(),
             })
             .map_err(|err| {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
@@ -276,7 +294,11 @@ impl Log {
 
     /// Accept one event from its JSON text (seed, store load): every seed
     /// rule, with the seed messages for `index`. `Err(None)`: unparsable.
-    pub(crate) fn accept_text(&mut self, text: &str, index: usize) -> Result<(), Option<CoreError>> {
+    pub(crate) fn accept_text(
+        &mut self,
+        text: &str,
+        index: usize,
+    ) -> Result<(), Option<CoreError>> {
         self.accept_read(read_event(text, index), index, TextRef::Copy(text))
     }
 
@@ -314,26 +336,33 @@ impl Log {
             }
         })?;
         let spans = line_spans(text);
-        let Some(&(hs, he)) = spans.first().filter(|&&(s, e)| !text[s..e].trim().is_empty()) else {
+        let Some(&(hs, he)) = spans
+            .first()
+            .filter(|&&(s, e)| !text[s..e].trim().is_empty())
+        else {
             return Err(LineError {
                 error: CoreError::CorruptLog("empty or header-less session log".into()),
                 line: 1,
             });
         };
-        let header =
-            SessionHeader::from_line(&text[hs..he]).map_err(|error| LineError { error, line: 1 })?;
+        let header = SessionHeader::from_line(&text[hs..he])
+            .map_err(|error| LineError { error, line: 1 })?;
         // Events: every line after the header; blank lines are allowed only at the end.
         let mut events = &spans[1..];
-        while events.last().is_some_and(|&(s, e)| text[s..e].trim().is_empty()) {
+        while events
+            .last()
+            .is_some_and(|&(s, e)| text[s..e].trim().is_empty())
+        {
             events = &events[..events.len() - 1];
         }
-        let read_all = |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
-            part.iter()
-                .enumerate()
-                // A blank line inside the log reads as unparsable.
-                .map(|(i, &(s, e))| read_event(&text[s..e], from + i))
-                .collect()
-        };
+        let read_all =
+            |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
+                part.iter()
+                    .enumerate()
+                    // A blank line inside the log reads as unparsable.
+                    .map(|(i, &(s, e))| read_event(&text[s..e], from + i))
+                    .collect()
+            };
         let reads = if events.len() >= PARALLEL_MIN_LINES {
             let mid = events.len() / 2;
             std::thread::scope(|scope| {
@@ -471,7 +500,9 @@ impl Log {
     pub fn events_json(&self, from: usize, to: usize) -> String {
         let to = to.min(self.texts.len());
         let from = from.min(to);
-        let size: usize = (from..to).map(|i| self.texts.get(i).map_or(0, str::len) + 1).sum();
+        let size: usize = (from..to)
+            .map(|i| self.texts.get(i).map_or(0, str::len) + 1)
+            .sum();
         let mut out = String::with_capacity(size + 2);
         out.push('[');
         for i in from..to {
@@ -498,24 +529,45 @@ impl Log {
     }
 
     /// The messages of surface nodes `from..` as one JSON array text
-    /// (events that derive nothing are skipped).
+    /// (events that derive nothing are skipped). Large ranges are derived on
+    /// two threads.
     pub fn derive_json(&self, from: usize) -> String {
         let nodes = self.surface.nodes();
-        let mut out = String::from("[");
-        let mut first = true;
-        for &seq in nodes.iter().skip(from) {
-            let seq = seq as usize;
-            let (Some(meta), Some(data)) = (self.metas.get(seq), self.data_of(seq)) else {
-                continue;
-            };
-            if let Some(m) = crate::derive::derive_message(meta.kind, data) {
-                if !first {
-                    out.push(',');
+        let nodes = &nodes[from.min(nodes.len())..];
+        let derive_part = |part: &[u64]| -> String {
+            let mut out = String::new();
+            for &seq in part {
+                let seq = seq as usize;
+                let (Some(meta), Some(data)) = (self.metas.get(seq), self.data_of(seq)) else {
+                    continue;
+                };
+                if let Some(m) = crate::derive::derive_message(meta.kind, data) {
+                    if !out.is_empty() {
+                        out.push(',');
+                    }
+                    out.push_str(&m);
                 }
-                first = false;
-                out.push_str(&m);
             }
+            out
+        };
+        let parts = if nodes.len() >= PARALLEL_MIN_NODES {
+            let (a, b) = nodes.split_at(nodes.len() / 2);
+            std::thread::scope(|scope| {
+                let second = scope.spawn(|| derive_part(b));
+                let first = derive_part(a);
+                let second = second.join().unwrap_or_else(|_| derive_part(b));
+                [first, second]
+            })
+        } else {
+            [derive_part(nodes), String::new()]
+        };
+        let mut out = String::with_capacity(parts[0].len() + parts[1].len() + 3);
+        out.push('[');
+        out.push_str(&parts[0]);
+        if !parts[0].is_empty() && !parts[1].is_empty() {
+            out.push(',');
         }
+        out.push_str(&parts[1]);
         out.push(']');
         out
     }

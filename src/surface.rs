@@ -7,7 +7,6 @@ use crate::error::{CoreError, CoreResult};
 use crate::event::Kind;
 use crate::json::as_seq;
 use serde_json::Value;
-use std::collections::HashSet;
 
 /// A validated `surfaceOp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,7 +111,8 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
 }
 
 fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
-    let mut sources: HashSet<u64> = HashSet::new();
+    // Sorted copy: duplicates are neighbours and membership is a binary search.
+    let mut sources: Vec<u64> = Vec::new();
     if let Some(raw) = c.source_event_seqs {
         let Some(items) = raw.as_array() else {
             return Err(CoreError::Surface(format!(
@@ -134,12 +134,13 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
                     c.ty
                 )));
             };
-            sources.insert(s);
+            sources.push(s);
             if not_earlier.is_none() && s >= c.seq {
                 not_earlier = Some(s);
             }
         }
-        if sources.len() != items.len() {
+        sources.sort_unstable();
+        if sources.windows(2).any(|w| w[0] == w[1]) {
             return Err(CoreError::Surface(
                 "sourceEventSeqs must not contain duplicates".into(),
             ));
@@ -153,7 +154,7 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
     }
     let missing: Vec<String> = shadowed
         .iter()
-        .filter(|s| !sources.contains(s))
+        .filter(|s| sources.binary_search(s).is_err())
         .map(u64::to_string)
         .collect();
     if !missing.is_empty() {

@@ -270,6 +270,12 @@ export declare function renderContextContent(content: readonly ContentBlock[], s
 
 /** Events that close a turn a crash left open, continuing the log's seqs (SPEC 8). `[]` for a balanced log. */
 export declare function interruptedTurnClosers(events: readonly SessionEvent[]): SessionEvent[]
+/**
+ * The development checks of SPEC 9 over a whole log: throws the first
+ * violation (`err.code === 'INVARIANT'`, message `invariant violated: ...`);
+ * returns nothing for a valid log.
+ */
+export declare function checkSessionInvariants(events: readonly SessionEvent[]): void
 
 // ---------------------------------------------------------------- Session
 
@@ -345,4 +351,108 @@ export declare class Session {
 
   /** Attach a store or observer (SPEC 10). Returns the detach function. */
   attach(attachment: SessionAttachment): () => void
+}
+
+// ---------------------------------------------------------------- persistence (SPEC 11)
+
+/** Where a store keeps one session's log, when it keeps one artifact per session. */
+export interface SessionLocation {
+  kind: 'jsonl'
+  /** Absolute path of the session's `.jsonl` file (it may not exist yet). */
+  path: string
+}
+
+/** A stored session as `load` returns it: the header and the balanced, repaired events. */
+export interface StoredSession {
+  meta: SessionHeader
+  events: SessionEvent[]
+}
+
+/**
+ * A durable session store. Every method that touches storage runs off the
+ * main thread and returns a promise; operations on one session run in call
+ * order, different sessions proceed in parallel. Rejections carry `err.code`.
+ */
+export interface SessionStore {
+  /**
+   * Record the intent to create a session: nothing is stored until its first
+   * append (a never-appended session is absent from `list()`). Rejects an id
+   * the store already tracks (`SESSION_ALREADY_EXISTS`, `session "ID" already
+   * exists in this backend`) or that has a stored log (`session "ID" already
+   * has a persisted log on disk; load/resume it instead of creating`).
+   */
+  create(header: SessionHeader): Promise<void>
+  /**
+   * Append one batch, atomically and durably (resolves once durable).
+   * `events[0].seq` must continue the stored log (`SEQ_MISMATCH`); the batch
+   * must be lossless JSON (`NOT_LOSSLESS_JSON`) without legacy vocabulary
+   * (`LEGACY_VOCABULARY`). The first append of a created session stores its
+   * header with the batch; appending to an id the store has not seen loads
+   * (and repairs) its stored log first.
+   */
+  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
+  /**
+   * The stored session, repaired for a crash (SPEC 11): complete events of
+   * an interrupted turn are kept, a torn tail after the last `turn/end` is
+   * dropped, the section-8 closers are appended, and the repair is durable
+   * before the promise resolves. Corruption before the last `turn/end`
+   * rejects (`CORRUPT_LOG`) and leaves storage unchanged.
+   */
+  load(id: SessionId | string): Promise<StoredSession>
+  /** `load`, straight into a `Session` (events are parsed into JS objects only when read). */
+  open(id: SessionId | string): Promise<Session>
+  /**
+   * Persist every event of `session` the store does not hold yet, as one
+   * durable batch; the log is created on first use. Resolves to how many
+   * events were written (0 when there was nothing new). Rejects
+   * (`SESSION_ALREADY_EXISTS`) when the stored log under the session's id is
+   * not this session's history.
+   */
+  flush(session: Session): Promise<number>
+  /** Headers of every stored session (reads headers only), ordered by `createdAt`, then id. */
+  list(): Promise<SessionHeader[]>
+  /** Where the log of `header` lives, or `undefined` when the store has no per-session artifact. */
+  locate(header: SessionHeader): SessionLocation | undefined
+  /** Wait for the operations in flight, then release files; later calls reject (`STORE_CLOSED`). */
+  close(): Promise<void>
+}
+
+export interface JsonlSessionStoreOptions {
+  /** Directory holding `cwd-<hash>/` and `_no-cwd/` buckets of `<encoded id>.jsonl` files. */
+  root: string
+}
+
+/** Sessions as JSONL files: line 1 the header, then one event per line. */
+export declare class JsonlSessionStore implements SessionStore {
+  constructor(options: JsonlSessionStoreOptions)
+  create(header: SessionHeader): Promise<void>
+  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
+  load(id: SessionId | string): Promise<StoredSession>
+  open(id: SessionId | string): Promise<Session>
+  flush(session: Session): Promise<number>
+  list(): Promise<SessionHeader[]>
+  locate(header: SessionHeader): SessionLocation
+  close(): Promise<void>
+}
+
+export type SqliteJournalMode = 'wal' | 'delete' | 'truncate' | 'persist'
+
+export interface SqliteSessionStoreOptions {
+  /** Database file, or `':memory:'`. */
+  path: string
+  /** Default `'wal'`. */
+  journalMode?: SqliteJournalMode
+}
+
+/** Sessions in one SQLite database (schema version 4, shared with the TypeScript backend). */
+export declare class SqliteSessionStore implements SessionStore {
+  constructor(options: SqliteSessionStoreOptions)
+  create(header: SessionHeader): Promise<void>
+  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
+  load(id: SessionId | string): Promise<StoredSession>
+  open(id: SessionId | string): Promise<Session>
+  flush(session: Session): Promise<number>
+  list(): Promise<SessionHeader[]>
+  locate(header: SessionHeader): undefined
+  close(): Promise<void>
 }

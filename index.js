@@ -193,6 +193,8 @@ class Session {
   #headerCache = undefined
   #attachments = []
   #appending = false
+  /** SPEC 9 checks (`{ invariants: true }`), or undefined. */
+  #trace = undefined
 
   constructor(id, seed, header, options) {
     if (id === INTERNAL) {
@@ -231,6 +233,7 @@ class Session {
       headerJson = JSON.stringify(headerObj)
     }
     const native = NativeSession.create(id, seedJson, headerJson, now)
+    if (options?.invariants === true) this.#trace = binding.InvariantTrace.fromEventsJson(seedJson ?? '[]')
     this.#native = native
     this.#id = id
     this.#header = headerObj ?? parseFrozen(native.headerJson())
@@ -275,7 +278,10 @@ class Session {
 
   static fromJsonl(text) {
     let input = text
-    if (typeof input !== 'string') {
+    if (typeof input === 'string') {
+      // V8 encodes a string to UTF-8 faster than napi's string conversion does.
+      input = Buffer.from(input, 'utf8')
+    } else {
       if (!(input instanceof Uint8Array)) {
         throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
       }
@@ -364,6 +370,8 @@ class Session {
       if (metaCopy.surfaceOp !== undefined) event.surfaceOp = metaCopy.surfaceOp
     }
     freeze(event)
+    const trace = this.#trace
+    if (trace !== undefined) trace.check(JSON.stringify(event))
     // Only surface events and headers need the native fold now; every other
     // event reaches the native log with the next batch of texts (#sync).
     const needsNative = metaJson !== null || dataText !== null || SURFACE_TYPES.has(type)
@@ -380,12 +388,14 @@ class Session {
         }
       } catch (error) {
         if (needsNative) native.discardPrepared()
+        if (trace !== undefined) trace.discard()
         this.#appending = false
         throw error
       }
       if (needsNative) native.commitPrepared()
     }
     this.#commit(event, effect)
+    if (trace !== undefined) trace.commit()
     if (attachments.length !== 0) {
       try {
         for (const a of attachments.slice()) this.#notify(a, event)
@@ -569,6 +579,11 @@ function interruptedTurnClosers(events) {
   return JSON.parse(binding.interruptedTurnClosersJson(JSON.stringify(events.slice(from))))
 }
 
+function checkSessionInvariants(events) {
+  if (!isArray(events)) throw fail('events must be an array', 'INVALID_ARGUMENT')
+  binding.checkSessionInvariantsJson(JSON.stringify(events))
+}
+
 module.exports = {
   Session,
   SessionId,
@@ -584,6 +599,15 @@ module.exports = {
   headerEquals,
   foldRequestHeader,
   interruptedTurnClosers,
+  checkSessionInvariants,
 }
 
 defineProperty(module.exports, Symbol.for('dsh-session-native.internal'), { value: internal })
+
+// The durable stores (SPEC 11). They are handed this module's exports, so a
+// store and the sessions it flushes share one Session class even when a
+// loader evaluates index.js twice.
+const stores = require('./lib/stores.js')
+stores.useCore(module.exports)
+module.exports.JsonlSessionStore = stores.JsonlSessionStore
+module.exports.SqliteSessionStore = stores.SqliteSessionStore

@@ -76,7 +76,10 @@ const jsonl = live.toJsonl()
 const lines = jsonl.split('\n')
 lines.pop()
 const resumeRatios = []
+const resumeBufferRatios = []
+const jsonlBuffer = Buffer.from(jsonl)
 let resumeMs = 0
+let resumeBufferMs = 0
 let parseMs = 0
 for (let r = 0; r < ROUNDS; r++) {
   gc()
@@ -92,6 +95,12 @@ for (let r = 0; r < ROUNDS; r++) {
   resumeRatios.push(q / p)
   resumeMs += q
   parseMs += p
+  gc()
+  t = now()
+  Session.fromJsonl(jsonlBuffer).deriveMessages()
+  const u = now() - t
+  resumeBufferRatios.push(u / p)
+  resumeBufferMs += u
 }
 
 // 3. deriveMessages after every step of a live run ------------------------------
@@ -136,6 +145,8 @@ row('  append per event (µs), median of rounds', ((appendMs / ROUNDS / ops.leng
 row('  floor per event (µs)', ((floorMs / ROUNDS / ops.length) * 1000).toFixed(2))
 row('fromJsonl + first deriveMessages / JSON.parse of lines', median(resumeRatios).toFixed(2) + 'x', '<= 0.5x')
 row('  fromJsonl + derive (ms)', (resumeMs / ROUNDS).toFixed(1))
+row('  same from a Buffer (fs.readFile without encoding)', median(resumeBufferRatios).toFixed(2) + 'x')
+row('    fromJsonl(Buffer) + derive (ms)', (resumeBufferMs / ROUNDS).toFixed(1))
 row('  JSON.parse of every line (ms)', (parseMs / ROUNDS).toFixed(1))
 row(`deriveMessages after every step, total (ms, ${deriveCalls} calls)`, deriveTotal.toFixed(1))
 row('  per call (µs)', ((deriveTotal / Math.max(deriveCalls, 1)) * 1000).toFixed(1))

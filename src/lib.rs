@@ -5,11 +5,13 @@ pub mod derive;
 pub mod error;
 pub mod event;
 pub mod header;
+pub mod invariants;
 pub mod json;
 pub mod log;
 pub mod repair;
 pub mod scan;
 pub mod session_header;
+pub mod store;
 pub mod surface;
 
 pub mod binding;

@@ -616,7 +616,7 @@ impl Log {
             None if self.metas.is_empty() => None,
             None => Some(self.metas.len() - 1),
             Some(b) => {
-                if !(b.fract() == 0.0 && b >= 0.0 && b <= 9_007_199_254_740_991.0) {
+                if !(b.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&b)) {
                     return Err(CoreError::InvalidBoundary(format!(
                         "fork boundary for session \"{id}\" must be a non-negative safe integer, got {b}"
                     )));

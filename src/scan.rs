@@ -195,7 +195,9 @@ impl<'a> Scanner<'a> {
             return Err(TextDefect::NotLossless);
         }
         if needs_range_check {
-            let v: f64 = self.text[start..self.pos].parse().map_err(|_| TextDefect::Syntax)?;
+            let v: f64 = self.text[start..self.pos]
+                .parse()
+                .map_err(|_| TextDefect::Syntax)?;
             if !v.is_finite() || (v == 0.0 && v.is_sign_negative()) {
                 return Err(TextDefect::NotLossless);
             }
@@ -214,7 +216,11 @@ impl<'a> Scanner<'a> {
 
     /// Any value; `fields` (when given and the value is an object) receives
     /// its top-level key/value texts.
-    fn value(&mut self, depth: usize, mut fields: Option<&mut Vec<(&'a str, &'a str)>>) -> Scan<&'a str> {
+    fn value(
+        &mut self,
+        depth: usize,
+        mut fields: Option<&mut Vec<(&'a str, &'a str)>>,
+    ) -> Scan<&'a str> {
         if depth > MAX_DEPTH {
             return syntax();
         }
@@ -302,7 +308,11 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
     if s.peek() != Some(b'{') {
         s.value(0, None)?;
         s.ws();
-        return if s.pos == s.b.len() { Ok(out) } else { syntax() };
+        return if s.pos == s.b.len() {
+            Ok(out)
+        } else {
+            syntax()
+        };
     }
     out.is_object = true;
     s.pos += 1;
@@ -345,7 +355,7 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
             let is_data = matches!(envelope_key(key), Some(EnvelopeKey::Data));
             // Payload fields are needed only for the types whose payload the
             // seed rules read (or when the type is not known yet).
-            let want_fields = is_data && out.ty.is_none_or(|t| payload_fields_wanted(t));
+            let want_fields = is_data && out.ty.is_none_or(payload_fields_wanted);
             let v = if want_fields {
                 let mut data_fields = Vec::new();
                 let v = s.value(1, Some(&mut data_fields))?;
@@ -457,20 +467,46 @@ mod tests {
     #[test]
     fn flags_foreign_and_duplicate_keys() {
         assert!(scan_event(r#"{"type":"a","extra":1}"#).unwrap().foreign_key);
-        assert!(scan_event(r#"{"type":"a","type":"b"}"#).unwrap().foreign_key);
+        assert!(
+            scan_event(r#"{"type":"a","type":"b"}"#)
+                .unwrap()
+                .foreign_key
+        );
         assert!(!scan_event("[1]").unwrap().is_object);
     }
 
     #[test]
     fn agrees_with_serde_on_syntax() {
         for bad in [
-            "{", "{\"a\":}", "{\"a\":1,}", "[1,]", "\"\\x\"", "01", "1.", "1e", "-", "tru", "{} x",
-            "\"a\u{1}\"", "{\"a\" 1}", "NaN",
+            "{",
+            "{\"a\":}",
+            "{\"a\":1,}",
+            "[1,]",
+            "\"\\x\"",
+            "01",
+            "1.",
+            "1e",
+            "-",
+            "tru",
+            "{} x",
+            "\"a\u{1}\"",
+            "{\"a\" 1}",
+            "NaN",
         ] {
             assert_eq!(scan_event(bad).err(), Some(TextDefect::Syntax), "{bad}");
-            assert!(serde_json::from_str::<serde_json::Value>(bad).is_err(), "{bad}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(bad).is_err(),
+                "{bad}"
+            );
         }
-        for good in ["{}", "[]", "0", "-1.5e-3", "\"\\u00e9\\n\"", " { \"a\" : [ true , false , null ] } "] {
+        for good in [
+            "{}",
+            "[]",
+            "0",
+            "-1.5e-3",
+            "\"\\u00e9\\n\"",
+            " { \"a\" : [ true , false , null ] } ",
+        ] {
             assert!(scan_event(good).is_ok(), "{good}");
         }
     }
@@ -478,7 +514,11 @@ mod tests {
     #[test]
     fn rejects_numbers_json_parse_cannot_keep() {
         for bad in ["-0", "-0.0", "-0e3", "[1e400]", "{\"a\":-1e999}"] {
-            assert_eq!(scan_event(bad).err(), Some(TextDefect::NotLossless), "{bad}");
+            assert_eq!(
+                scan_event(bad).err(),
+                Some(TextDefect::NotLossless),
+                "{bad}"
+            );
         }
         for good in ["0", "0.0", "1e-400", "12345678901234567890", "-0.5"] {
             assert!(scan_event(good).is_ok(), "{good}");

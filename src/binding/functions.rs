@@ -24,9 +24,17 @@ struct FoldRow {
     #[serde(rename = "type")]
     ty: Value,
     seq: Value,
-    #[serde(rename = "surfaceOp", default, deserialize_with = "crate::json::present")]
+    #[serde(
+        rename = "surfaceOp",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
     surface_op: Option<Value>,
-    #[serde(rename = "sourceEventSeqs", default, deserialize_with = "crate::json::present")]
+    #[serde(
+        rename = "sourceEventSeqs",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
     source_event_seqs: Option<Value>,
 }
 

@@ -4,6 +4,8 @@
 
 pub mod functions;
 pub mod session;
+pub mod store;
+pub mod tools;
 
 use crate::error::CoreError;
 use napi::{Env, Status};

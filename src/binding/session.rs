@@ -104,12 +104,7 @@ impl NativeSession {
         }
         let p = self
             .log
-            .prepare(
-                &ty,
-                seq as u64,
-                surface_meta.as_deref(),
-                data.as_deref(),
-            )
+            .prepare(&ty, seq as u64, surface_meta.as_deref(), data.as_deref())
             .map_err(|e| throw(&env, e))?;
         let effect = p.surface_effect();
         self.log.commit_prepared(p);
@@ -132,12 +127,7 @@ impl NativeSession {
         }
         let p = self
             .log
-            .prepare(
-                &ty,
-                seq as u64,
-                surface_meta.as_deref(),
-                data.as_deref(),
-            )
+            .prepare(&ty, seq as u64, surface_meta.as_deref(), data.as_deref())
             .map_err(|e| throw(&env, e))?;
         let effect = p.surface_effect();
         self.prepared = Some(p);
@@ -163,7 +153,10 @@ impl NativeSession {
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
     pub fn surface_eligible_types() -> Vec<String> {
-        crate::event::SURFACE_ELIGIBLE_TYPES.iter().map(|t| t.to_string()).collect()
+        crate::event::SURFACE_ELIGIBLE_TYPES
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
     }
 
     /// Hand over the JSON texts of live events not yet held natively.
@@ -256,4 +249,19 @@ fn reentrant() -> CoreError {
     CoreError::Reentrant(
         "session append cannot reenter while another append is being published".into(),
     )
+}
+
+impl NativeSession {
+    /// A session over a log a store built off the main thread (`open`).
+    pub(crate) fn from_log(log: Log) -> NativeSession {
+        NativeSession {
+            log,
+            prepared: None,
+        }
+    }
+
+    /// The native log (a store's `flush` copies its texts).
+    pub(crate) fn log(&self) -> &Log {
+        &self.log
+    }
 }

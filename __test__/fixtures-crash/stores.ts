@@ -1,0 +1,89 @@
+// Shared builders for the store tests (not a test file itself).
+
+import { execFileSync } from 'node:child_process'
+import * as fs from 'node:fs'
+import { createRequire } from 'node:module'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import type { SessionStore } from '../../lib/stores.js'
+import type { SessionEvent, SessionHeader } from '../../index.js'
+
+// The package as Node loads it (one module instance): the stores check that
+// a flushed session is a `Session` of the same instance, and the test
+// runner would otherwise load a second copy of index.js for the test file.
+const nodeRequire = createRequire(__filename)
+const index = nodeRequire('../../index.js') as typeof import('../../index.js')
+const stores = nodeRequire('../../lib/stores.js') as typeof import('../../lib/stores.js')
+export const { Session, interruptedTurnClosers } = index
+export const { JsonlSessionStore, SqliteSessionStore } = stores
+export type JsonlSessionStore = import('../../lib/stores.js').JsonlSessionStore
+export type SqliteSessionStore = import('../../lib/stores.js').SqliteSessionStore
+export type { SessionStore }
+
+export type AnyEvent = {
+  type: string
+  seq: number
+  time: number
+  data: unknown
+  surfaceOp?: unknown
+  sourceEventSeqs?: unknown
+}
+
+/** A fresh directory under the OS temp dir. */
+export function tempDir(label: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `dsh-store-${label}-`))
+}
+
+/** How each store is made in a directory; the contract suite runs over both. */
+export const STORES = [
+  { kind: 'jsonl' as const, make: (dir: string): SessionStore => new JsonlSessionStore({ root: dir }) },
+  { kind: 'sqlite' as const, make: (dir: string): SessionStore => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') }) },
+]
+export type StoreKind = (typeof STORES)[number]['kind']
+
+const turnsModule = nodeRequire('./turns.cjs') as {
+  T0: number
+  turnBatches: (turn: number, seq: number, text?: string) => AnyEvent[][]
+}
+export const T0 = turnsModule.T0
+
+export function header(id: string, extra: Partial<SessionHeader> = {}): SessionHeader {
+  return { version: 0, id, createdAt: T0, ...extra } as SessionHeader
+}
+
+/**
+ * One tool-using turn starting at `seq`, as three batches: the prompt, the
+ * model's tool call, and the result with the turn's end.
+ */
+export const turnBatches = turnsModule.turnBatches
+
+/** `n` balanced turns from seq 0. */
+export function turns(n: number): AnyEvent[] {
+  const out: AnyEvent[] = []
+  for (let t = 1; t <= n; t++) out.push(...turnBatches(t, out.length).flat())
+  return out
+}
+
+export function asEvents(events: AnyEvent[]): SessionEvent[] {
+  return events as unknown as SessionEvent[]
+}
+
+/** Run one command of the plain SQLite client (Python's sqlite3). */
+export function sqliteTool(db: string, command: Record<string, unknown>): any {
+  const out = execFileSync('python3', [path.join(__dirname, 'sqlite_tool.py'), db], {
+    input: JSON.stringify(command),
+    encoding: 'utf8',
+  })
+  return out.length === 0 ? null : JSON.parse(out)
+}
+
+/** A rejection's `{ code, message }`. */
+export async function rejection(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await promise
+  } catch (error) {
+    const e = error as { code?: string; message: string }
+    return { code: String(e.code), message: e.message }
+  }
+  throw new Error('expected a rejection')
+}

@@ -1,0 +1,70 @@
+'use strict'
+// Crash-test child: resumes session ID from a store and appends turn after
+// turn, forever, printing `ACK <events JSON>` once each batch is durable.
+// The parent kills it with SIGKILL at random moments.
+//
+//   node writer.cjs <jsonl|sqlite> <dir> <id> <append|flush> <seed>
+
+const path = require('node:path')
+const { Session } = require('../../index.js')
+const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
+const { turnBatches } = require('./turns.cjs')
+
+const [kind, dir, id, mode, seedText] = process.argv.slice(2)
+let seed = Number(seedText) >>> 0
+function random() {
+  seed = (seed + 0x6d2b79f5) >>> 0
+  let t = seed
+  t = Math.imul(t ^ (t >>> 15), t | 1)
+  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+}
+
+// The same locations as STORES in stores.ts.
+const store = kind === 'jsonl'
+  ? new JsonlSessionStore({ root: dir })
+  : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+const say = (line) => process.stdout.write(`${line}\n`)
+
+async function main() {
+  const header = { version: 0, id, createdAt: 1 }
+  let events = []
+  try {
+    events = (await store.load(id)).events
+  } catch (error) {
+    if (error.code !== 'SESSION_NOT_FOUND') throw error
+    await store.create(header)
+  }
+  let turn = events.filter((e) => e.type === 'turn/start').length
+  const session = mode === 'flush'
+    ? (events.length > 0 ? await store.open(id) : new Session(id, [], header))
+    : undefined
+  say(`READY ${events.length}`)
+  let seq = events.length
+  for (;;) {
+    turn += 1
+    // Payloads of varied size, so kills land inside writes of every length.
+    const text = 'x'.repeat(Math.floor(random() * 40_000))
+    for (const batch of turnBatches(turn, seq, text)) {
+      if (session === undefined) {
+        await store.append(id, batch)
+        say(`ACK ${JSON.stringify(batch)}`)
+      } else {
+        for (const e of batch) {
+          const opts = e.surfaceOp === undefined ? [] : [e.sourceEventSeqs === undefined
+            ? { surfaceOp: e.surfaceOp }
+            : { surfaceOp: e.surfaceOp, sourceEventSeqs: e.sourceEventSeqs }]
+          session.append(e.type, e.data, ...opts)
+        }
+        const written = await store.flush(session)
+        say(`ACK ${JSON.stringify(session.events.slice(session.seq - written))}`)
+      }
+      seq += batch.length
+    }
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error.code ?? ''} ${error.stack}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,293 @@
+// Durable stores (SPEC 11), side by side with plain Node in one run:
+//   open a stored session + its first deriveMessages()  vs  JSON.parse of every JSONL line
+//   flush the workload turn by turn (one durable batch per turn)  vs  fs append + fsync per
+//     batch, and better-sqlite3 prepared INSERTs in one transaction per batch (when installed)
+//   the longest event-loop pause (1 ms interval timer) while opening and while flushing,
+//     measured in a child process that holds only what an application would (one warm-up
+//     open first); GC time inside a gap is shown apart
+// Times are medians; fsync times drift on a shared machine, so the flush runs interleave
+// ours and the baselines. Only the ratios are meant to be compared.
+//
+//   npm run build && node benchmark/stores.mjs [events=100000]
+
+import { execFileSync } from 'node:child_process'
+import * as fs from 'node:fs'
+import { createRequire } from 'node:module'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import { PerformanceObserver } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const here = path.dirname(fileURLToPath(import.meta.url))
+const self = fileURLToPath(import.meta.url)
+const { Session } = require('../index.js')
+const { JsonlSessionStore, SqliteSessionStore } = require('../lib/stores.js')
+const { generateOps, toEvents } = await import(path.resolve(here, '../../shared/bench/workload.mjs'))
+
+const PAUSES = process.argv[2] === '--pauses'
+const N = Number(PAUSES ? process.argv[4] : (process.argv[2] ?? 100_000))
+const OPEN_RUNS = 5
+const FLUSH_RUNS = 3
+const ID = 'bench-session'
+const HEADER = { version: 0, id: ID, createdAt: 1_700_000_000_000, cwd: '/home/dev/project' }
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const ms = (x) => x.toFixed(1)
+const tmp = (label) => fs.mkdtempSync(path.join(os.tmpdir(), `dsh-bench-${label}-`))
+const jsonlMake = (dir) => new JsonlSessionStore({ root: dir })
+const sqliteMake = (dir) => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+
+// ---------------------------------------------------------------- workload
+
+const { ops } = generateOps(N)
+/** Op index ranges of one turn each (the last one may be cut short). */
+const turns = []
+for (let from = 0, i = 0; i < ops.length; i++) {
+  if (ops[i].type === 'turn/end' || i === ops.length - 1) {
+    turns.push([from, i + 1])
+    from = i + 1
+  }
+}
+
+function appendOps(session, from, to) {
+  for (let i = from; i < to; i++) {
+    const { type, data, opts } = ops[i]
+    if (opts === undefined) session.append(type, data)
+    else session.append(type, data, opts)
+  }
+}
+
+/** One turn-by-turn flush of the workload into a fresh store; `onWindow(t0, t1)` sees each flush. */
+async function flushTurns(make, onWindow = () => {}) {
+  const dir = tmp('flush')
+  const store = make(dir)
+  const session = new Session(ID, [], HEADER)
+  let sum = 0
+  let written = 0
+  for (const [from, to] of turns) {
+    appendOps(session, from, to)
+    const t0 = performance.now()
+    written += await store.flush(session)
+    const t1 = performance.now()
+    sum += t1 - t0
+    onWindow(t0, t1)
+  }
+  if (written !== N) throw new Error(`flushed ${written} of ${N}`)
+  await store.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+  return sum
+}
+
+// ---------------------------------------------------------------- pauses (child process)
+
+if (PAUSES) {
+  const dir = process.argv[3]
+  const gcs = []
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration])
+  }).observe({ entryTypes: ['gc'] })
+  const ticks = []
+  const timer = setInterval(() => ticks.push(performance.now()), 1)
+  const windows = { openJsonl: [], openSqlite: [], flushJsonl: [], flushSqlite: [], bigJsonl: [], bigSqlite: [] }
+  const track = (name) => (t0, t1) => windows[name].push([t0, t1])
+  for (const [name, make] of [['openJsonl', jsonlMake], ['openSqlite', sqliteMake]]) {
+    const store = make(dir)
+    await store.open(ID) // warm-up: the first call compiles the JS path
+    for (let r = 0; r < OPEN_RUNS; r++) {
+      const t0 = performance.now()
+      await store.open(ID)
+      track(name)(t0, performance.now())
+    }
+    await store.close()
+  }
+  await flushTurns(jsonlMake, track('flushJsonl'))
+  await flushTurns(sqliteMake, track('flushSqlite'))
+  for (const [name, make] of [['bigJsonl', jsonlMake], ['bigSqlite', sqliteMake]]) {
+    const flushDir = tmp('big')
+    const store = make(flushDir)
+    const session = new Session(ID, [], HEADER)
+    appendOps(session, 0, ops.length)
+    session.deriveMessages() // hands every event's text to the native log first
+    const t0 = performance.now()
+    await store.flush(session)
+    track(name)(t0, performance.now())
+    await store.close()
+    fs.rmSync(flushDir, { recursive: true, force: true })
+  }
+  clearInterval(timer)
+  await new Promise((resolve) => setTimeout(resolve, 100)) // late GC entries
+  const gcWithin = (a, b) => gcs.reduce((sum, [s, e]) => sum + Math.max(0, Math.min(b, e) - Math.max(a, s)), 0)
+  const out = {}
+  for (const [name, list] of Object.entries(windows)) {
+    let raw = 0
+    let lessGc = 0
+    for (const [t0, t1] of list) {
+      let last = t0
+      for (const t of [...ticks.filter((t) => t > t0 && t < t1), t1]) {
+        raw = Math.max(raw, t - last)
+        lessGc = Math.max(lessGc, t - last - gcWithin(last, t))
+        last = t
+      }
+    }
+    out[name] = [raw, lessGc]
+  }
+  process.stdout.write(JSON.stringify(out))
+  process.exit(0)
+}
+
+// ---------------------------------------------------------------- throughput (this process)
+
+const events = toEvents(ops)
+const jsonlText = `${JSON.stringify({ type: 'session', ...HEADER })}\n${events.map((e) => JSON.stringify(e)).join('\n')}\n`
+
+let Database
+try {
+  Database = require('better-sqlite3')
+} catch {
+  Database = undefined
+}
+
+/** A directory holding the workload as a JSONL log and in a SQLite database, both repaired once. */
+async function storedWorkload() {
+  const dir = tmp('stored')
+  const jsonl = jsonlMake(dir)
+  const file = jsonl.locate(HEADER).path
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  fs.writeFileSync(file, jsonlText)
+  // The workload's last turn is cut short: the first open repairs it durably.
+  await jsonl.open(ID)
+  await jsonl.close()
+  const sqlite = sqliteMake(dir)
+  await sqlite.create(HEADER)
+  for (const [from, to] of turns) await sqlite.append(ID, events.slice(from, to))
+  await sqlite.open(ID)
+  await sqlite.close()
+  return dir
+}
+
+async function openAndDerive(make, dir) {
+  const store = make(dir)
+  const times = []
+  for (let r = 0; r < OPEN_RUNS; r++) {
+    const t0 = performance.now()
+    const session = await store.open(ID)
+    if (session.deriveMessages().length === 0) throw new Error('nothing derived')
+    times.push(performance.now() - t0)
+  }
+  await store.close()
+  return median(times)
+}
+
+function parseEveryLine() {
+  const times = []
+  for (let r = 0; r < OPEN_RUNS; r++) {
+    const t0 = performance.now()
+    const lines = jsonlText.split('\n')
+    const out = new Array(lines.length)
+    for (let i = 0; i < lines.length; i++) if (lines[i].length > 0) out[i] = JSON.parse(lines[i])
+    times.push(performance.now() - t0)
+    if (out.length < N) throw new Error('short parse')
+  }
+  return median(times)
+}
+
+function fsAppendFsync() {
+  const dir = tmp('fs')
+  const fd = fs.openSync(path.join(dir, 'log.jsonl'), 'a')
+  let sum = 0
+  turns.forEach(([from, to], t) => {
+    const t0 = performance.now()
+    let text = t === 0 ? `${JSON.stringify({ type: 'session', ...HEADER })}\n` : ''
+    for (let i = from; i < to; i++) text += `${JSON.stringify(events[i])}\n`
+    fs.writeSync(fd, text)
+    fs.fsyncSync(fd)
+    sum += performance.now() - t0
+  })
+  fs.closeSync(fd)
+  fs.rmSync(dir, { recursive: true, force: true })
+  return sum
+}
+
+function betterSqlite() {
+  const dir = tmp('bsq')
+  const db = new Database(path.join(dir, 'b.db'))
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.pragma('foreign_keys = ON')
+  db.exec(`CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+    created_at INTEGER NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER) STRICT;
+    CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL,
+    source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;`)
+  const insertSession = db.prepare('INSERT INTO sessions (id, version, created_at, cwd) VALUES (?, ?, ?, ?)')
+  const insert = db.prepare(
+    'INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  )
+  const batch = db.transaction((first, from, to) => {
+    if (first) insertSession.run(ID, 0, HEADER.createdAt, HEADER.cwd)
+    for (let i = from; i < to; i++) {
+      const e = events[i]
+      insert.run(
+        ID, e.seq, e.type, e.time, JSON.stringify(e.data),
+        e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs),
+        e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp),
+      )
+    }
+  })
+  let sum = 0
+  turns.forEach(([from, to], t) => {
+    const t0 = performance.now()
+    batch(t === 0, from, to)
+    sum += performance.now() - t0
+  })
+  db.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+  return sum
+}
+
+console.log(`workload: ${N} events in ${turns.length} turns, ${(jsonlText.length / 1e6).toFixed(1)} MB of JSONL`)
+const stored = await storedWorkload()
+const parse = parseEveryLine()
+const openJsonl = await openAndDerive(jsonlMake, stored)
+const openSqlite = await openAndDerive(sqliteMake, stored)
+const runs = { fs: [], jsonl: [], bsq: [], sqlite: [] }
+for (let r = 0; r < FLUSH_RUNS; r++) {
+  runs.fs.push(fsAppendFsync())
+  runs.jsonl.push(await flushTurns(jsonlMake))
+  if (Database !== undefined) runs.bsq.push(betterSqlite())
+  runs.sqlite.push(await flushTurns(sqliteMake))
+}
+const pauses = JSON.parse(execFileSync(process.execPath, [self, '--pauses', stored, String(N)], { encoding: 'utf8' }))
+fs.rmSync(stored, { recursive: true, force: true })
+
+const rows = [
+  ['open + first deriveMessages, JSONL', openJsonl, 'JSON.parse of every line', parse, '<= 0.6x'],
+  ['open + first deriveMessages, SQLite', openSqlite, 'JSON.parse of every line', parse, '<= 0.6x'],
+  ['flush turn by turn, JSONL', median(runs.jsonl), 'fs append + fsync per batch', median(runs.fs), '<= 1.0x'],
+  ['flush turn by turn, SQLite', median(runs.sqlite), 'fs append + fsync per batch', median(runs.fs), '<= 1.0x'],
+]
+if (runs.bsq.length > 0) {
+  rows.push(['flush turn by turn, SQLite', median(runs.sqlite), 'better-sqlite3, 1 tx per batch', median(runs.bsq), '<= 1.0x'])
+} else {
+  console.log('(better-sqlite3 is not installed: `npm i --no-save better-sqlite3@12` adds that baseline)')
+}
+console.log('')
+console.log('| measure | ours ms | baseline | baseline ms | ratio | target |')
+console.log('|---|---:|---|---:|---:|---|')
+for (const [what, ours, base, baseMs, target] of rows) {
+  console.log(`| ${what} | ${ms(ours)} | ${base} | ${ms(baseMs)} | ${(ours / baseMs).toFixed(2)}x | ${target} |`)
+}
+console.log('')
+console.log('| longest event-loop pause (1 ms timer, child process) | ms | ms less GC inside it | target |')
+console.log('|---|---:|---:|---|')
+for (const [name, what] of [
+  ['openJsonl', 'open, JSONL'],
+  ['openSqlite', 'open, SQLite'],
+  ['flushJsonl', `flush ${N} events turn by turn, JSONL`],
+  ['flushSqlite', `flush ${N} events turn by turn, SQLite`],
+  ['bigJsonl', `flush ${N} events in one call, JSONL`],
+  ['bigSqlite', `flush ${N} events in one call, SQLite`],
+]) {
+  console.log(`| ${what} | ${ms(pauses[name][0])} | ${ms(pauses[name][1])} | <= 5 ms |`)
+}

@@ -1,0 +1,272 @@
+'use strict'
+// Durable session stores (SPEC 11): JSONL files or one SQLite database.
+//
+// What lives here and why: JS sees ids as UTF-16 (the JSONL file name encodes
+// code units, lone surrogates included), snapshots values losslessly, and
+// orders each session's operations on a promise chain. Every file and
+// database operation runs natively on the libuv pool (binding `NativeStore`);
+// results cross as JSON text or as a native session.
+
+const path = require('node:path')
+const { NativeStore } = require('../binding.js')
+
+/** Bytes of event text copied per main-thread step while staging a flush. */
+const STAGE_CHUNK_BYTES = 1 << 20
+
+function fail(message, code) {
+  const error = new Error(message)
+  error.code = code
+  return error
+}
+
+// The session core these stores work with. index.js hands over its own
+// (`useCore`), so a store and the sessions it flushes share one module
+// instance even where a loader evaluates index.js twice; otherwise it is
+// required lazily (index.js re-exports this module: no require cycle).
+let api
+function useCore(index) {
+  const internal = index[Symbol.for('dsh-session-native.internal')]
+  if (internal === undefined) throw new Error('dsh-session-native: internal hooks are missing')
+  api = { Session: index.Session, snapshotJsonValue: index.snapshotJsonValue, internal }
+}
+function core() {
+  if (api === undefined) useCore(require('../index.js'))
+  return api
+}
+
+const noop = () => {}
+const nextTick = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
+function checkId(id) {
+  if (typeof id !== 'string' || id.length === 0) {
+    throw fail('session id must be a non-empty string', 'INVALID_ARGUMENT')
+  }
+  if (id.isWellFormed()) return
+  for (let i = 0; i < id.length; i++) {
+    const unit = id.charCodeAt(i)
+    if (unit < 0xd800 || unit > 0xdfff) continue
+    if (unit <= 0xdbff && (id.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      i++
+      continue
+    }
+    const hex = unit.toString(16).toUpperCase()
+    throw fail(
+      `session id ${JSON.stringify(id)} contains a lone UTF-16 surrogate (U+${hex} at index ${i}); `
+        + 'the native core holds ids as UTF-8, so it cannot be stored faithfully',
+      'INVALID_ARGUMENT',
+    )
+  }
+}
+
+/**
+ * The JSONL file name of an id (SPEC 11), injective over UTF-16 code units:
+ * `[A-Za-z0-9._-]` stay, every other unit becomes `~XXXX`; `.` and `..`
+ * are encoded whole.
+ */
+function encodeId(id) {
+  if (id === '.') return '~002E'
+  if (id === '..') return '~002E~002E'
+  let out = ''
+  for (let i = 0; i < id.length; i++) {
+    const unit = id.charCodeAt(i)
+    const literal = (unit >= 0x30 && unit <= 0x39) || (unit >= 0x41 && unit <= 0x5a)
+      || (unit >= 0x61 && unit <= 0x7a) || unit === 0x2e || unit === 0x5f || unit === 0x2d
+    out += literal ? id[i] : `~${unit.toString(16).toUpperCase().padStart(4, '0')}`
+  }
+  return out
+}
+
+/** What both stores do; `jsonl` says whether ids name files. */
+class SessionStoreBase {
+  #native
+  #jsonl
+  /** Per-id tail of the operation chain (never rejects). */
+  #chains = new Map()
+  /** Every unsettled operation, for close(). */
+  #pending = new Set()
+  #closed = false
+  #closing = undefined
+
+  constructor(native, jsonl) {
+    this.#native = native
+    this.#jsonl = jsonl
+  }
+
+  /** Start an operation: a rejected promise when closed or when `start` throws. */
+  #start(start) {
+    if (this.#closed) return Promise.reject(fail('session store is closed', 'STORE_CLOSED'))
+    try {
+      return start()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  #track(promise) {
+    const settled = promise.then(noop, noop)
+    this.#pending.add(settled)
+    settled.then(() => this.#pending.delete(settled))
+    return settled
+  }
+
+  /** Run `op` after every earlier operation on `id`; ids proceed in parallel. */
+  #chain(id, op) {
+    const prior = this.#chains.get(id)
+    let next
+    if (prior === undefined) {
+      try {
+        next = Promise.resolve(op())
+      } catch (error) {
+        next = Promise.reject(error)
+      }
+    } else {
+      next = prior.then(op)
+    }
+    const tail = this.#track(next)
+    this.#chains.set(id, tail)
+    tail.then(() => {
+      if (this.#chains.get(id) === tail) this.#chains.delete(id)
+    })
+    return next
+  }
+
+  #file(id) {
+    checkId(id)
+    return this.#jsonl ? encodeId(id) : ''
+  }
+
+  /**
+   * Record the intent to create a session; nothing is stored until its first
+   * append. Rejects an id this store tracks or that has a stored log.
+   */
+  create(header) {
+    return this.#start(() => {
+      const { snapshotJsonValue } = core()
+      const copy = header !== null && typeof header === 'object' && !Array.isArray(header)
+        ? snapshotJsonValue(header)
+        : undefined
+      if (copy === undefined) {
+        throw fail('session header must be a losslessly JSON-serializable record', 'INVALID_HEADER')
+      }
+      const id = copy.id
+      const file = this.#file(id)
+      const json = JSON.stringify(copy)
+      return this.#chain(id, () => this.#native.create(id, file, json))
+    })
+  }
+
+  /** Append one batch durably; `events[0].seq` must continue the stored log. */
+  append(id, events) {
+    return this.#start(() => {
+      const file = this.#file(id)
+      const json = core().internal.snapshotEvents(events)
+      return this.#chain(id, () => this.#native.append(id, file, json))
+    })
+  }
+
+  /** The stored session, crash-repaired durably (SPEC 11): `{ meta, events }`. */
+  load(id) {
+    return this.#start(() => {
+      const file = this.#file(id)
+      return this.#chain(id, () => this.#native.load(id, file).then((text) => JSON.parse(text)))
+    })
+  }
+
+  /** The same load, straight into a `Session` (events stay native until read). */
+  open(id) {
+    return this.#start(() => {
+      const file = this.#file(id)
+      const { internal } = core()
+      return this.#chain(id, () => this.#native.open(id, file).then((native) => internal.wrapNative(native)))
+    })
+  }
+
+  /**
+   * Persist every event of `session` the store does not hold yet, as one
+   * durable batch (creating the log on first use). Resolves to how many
+   * events were written.
+   */
+  flush(session) {
+    return this.#start(() => {
+      const { Session, internal } = core()
+      if (!(session instanceof Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
+      const id = session.id
+      const file = this.#file(id)
+      return this.#chain(id, async () => {
+        const native = internal.syncedNative(session)
+        const staged = this.#native.stage(native, id)
+        // Copy the texts in bounded steps so the event loop keeps running.
+        while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
+        return this.#native.flush(staged, id, file)
+      })
+    })
+  }
+
+  /** Headers of every stored session (never-appended sessions are absent). */
+  list() {
+    return this.#start(() => {
+      const listed = this.#native.list().then((text) => {
+        const out = []
+        for (const { file, header } of JSON.parse(text)) {
+          // A JSONL file is listed only under the name its header id encodes to.
+          if (file === undefined || encodeId(header.id) === file) out.push(header)
+        }
+        return out
+      })
+      this.#track(listed)
+      return listed
+    })
+  }
+
+  /** Where the log of `header` lives: `{ kind: 'jsonl', path }`, or `undefined` (SQLite). */
+  locate(header) {
+    if (header === null || typeof header !== 'object') {
+      throw fail('locate expects a session header', 'INVALID_ARGUMENT')
+    }
+    const file = this.#file(header.id)
+    if (!this.#jsonl) return undefined
+    const cwd = typeof header.cwd === 'string' ? header.cwd : null
+    return { kind: 'jsonl', path: this.#native.locate(cwd, file) }
+  }
+
+  /** Wait for every operation in flight, then release files; later calls reject. */
+  close() {
+    if (this.#closing === undefined) {
+      this.#closed = true
+      this.#closing = (async () => {
+        while (this.#pending.size > 0) await Promise.all([...this.#pending])
+        await this.#native.close()
+      })()
+    }
+    return this.#closing
+  }
+}
+
+/** Sessions as JSONL files under `root` (SPEC 11). */
+class JsonlSessionStore extends SessionStoreBase {
+  constructor(options) {
+    const root = options?.root
+    if (typeof root !== 'string' || root.length === 0) {
+      throw fail('JsonlSessionStore needs { root: string }', 'INVALID_ARGUMENT')
+    }
+    super(NativeStore.jsonl(path.resolve(root)), true)
+  }
+}
+
+/** Sessions in one SQLite database, schema version 4 (SPEC 11). */
+class SqliteSessionStore extends SessionStoreBase {
+  constructor(options) {
+    const file = options?.path
+    if (typeof file !== 'string' || file.length === 0) {
+      throw fail("SqliteSessionStore needs { path: string } (a file or ':memory:')", 'INVALID_ARGUMENT')
+    }
+    // The native side checks the journal mode (wal, delete, truncate, persist).
+    const journalMode = String(options.journalMode ?? 'wal')
+    super(NativeStore.sqlite(file === ':memory:' ? file : path.resolve(file), journalMode), false)
+  }
+}
+
+module.exports = { JsonlSessionStore, SqliteSessionStore }
+// For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
+Object.defineProperty(module.exports, 'useCore', { value: useCore })

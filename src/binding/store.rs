@@ -1,0 +1,309 @@
+//! `NativeStore`: the native half of `JsonlSessionStore` and
+//! `SqliteSessionStore` (lib/stores.js). Every operation that touches storage
+//! is an `AsyncTask` on the libuv pool; its rejection is an `Error` whose
+//! `code` is the `CoreError` code. Only `stage`/`more` (copying a live
+//! session's texts, in bounded chunks) and `locate` run on the main thread.
+
+use super::session::NativeSession;
+use super::throw;
+use crate::error::{CoreError, CoreResult};
+use crate::log::Log;
+use crate::session_header::SessionHeader;
+use crate::store::jsonl::JsonlBackend;
+use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
+use crate::store::{Batch, Key, Listed, SessionStore, Staged, Store};
+use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName, Unknown};
+use napi::{Env, JsValue, Result, Task};
+use napi_derive::napi;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A JS `Error` with `code`, to reject a promise with.
+fn coded_error(env: &Env, e: &CoreError) -> napi::Error {
+    let build = || -> Result<napi::Error> {
+        let message = env.create_string(e.to_string())?;
+        let code = env.create_string(e.code())?;
+        let mut out = std::ptr::null_mut();
+        napi::check_status!(unsafe {
+            napi::sys::napi_create_error(env.raw(), code.raw(), message.raw(), &mut out)
+        })?;
+        Ok(napi::Error::from(unsafe {
+            Unknown::from_raw_unchecked(env.raw(), out)
+        }))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// One store operation: `work` runs on the libuv pool, `convert` on the
+/// main thread.
+pub struct StoreTask<O: Send + 'static, J> {
+    work: Option<Box<dyn FnOnce() -> CoreResult<O> + Send>>,
+    convert: fn(O) -> J,
+    failure: Option<CoreError>,
+}
+
+fn task<O: Send + 'static, J>(
+    convert: fn(O) -> J,
+    work: impl FnOnce() -> CoreResult<O> + Send + 'static,
+) -> AsyncTask<StoreTask<O, J>>
+where
+    StoreTask<O, J>: Task,
+{
+    AsyncTask::new(StoreTask {
+        work: Some(Box::new(work)),
+        convert,
+        failure: None,
+    })
+}
+
+fn same<T>(t: T) -> T {
+    t
+}
+
+impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
+    type Output = O;
+    type JsValue = J;
+
+    fn compute(&mut self) -> Result<O> {
+        let work = self
+            .work
+            .take()
+            .ok_or_else(|| napi::Error::from_reason("store task ran twice"))?;
+        work().map_err(|e| {
+            let reason = e.to_string();
+            self.failure = Some(e);
+            napi::Error::from_reason(reason)
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: O) -> Result<J> {
+        Ok((self.convert)(output))
+    }
+
+    fn reject(&mut self, env: Env, err: napi::Error) -> Result<J> {
+        match self.failure.take() {
+            Some(e) => Err(coded_error(&env, &e)),
+            None => Err(err),
+        }
+    }
+}
+
+/// `{"meta": header, "events": [...]}` for `load`.
+fn loaded_json(log: Log) -> String {
+    format!(
+        "{{\"meta\":{},\"events\":{}}}",
+        log.header().json(),
+        log.events_json(0, log.len())
+    )
+}
+
+/// `[{"file"?: stem, "header": {...}}]` for `list`.
+fn listed_json(listed: Vec<Listed>) -> String {
+    let mut out = String::from("[");
+    for (i, l) in listed.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('{');
+        if let Some(file) = &l.file {
+            out.push_str("\"file\":");
+            out.push_str(&crate::json::quote(file));
+            out.push(',');
+        }
+        out.push_str("\"header\":");
+        out.push_str(&l.header.json());
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// The texts of a live session the store has not stored yet, copied in
+/// chunks so a large flush never blocks the event loop for long.
+#[napi]
+pub struct StagedFlush {
+    staged: Option<Staged>,
+    /// The next event of the session to copy.
+    next: usize,
+}
+
+#[napi]
+impl StagedFlush {
+    /// Copy up to `maxBytes` more event texts; true while texts remain.
+    #[napi]
+    pub fn more(&mut self, native: &NativeSession, max_bytes: u32) -> bool {
+        let log = native.log();
+        let end = log.texts_len();
+        let Some(staged) = self.staged.as_mut() else {
+            return false;
+        };
+        let batch = &mut staged.batch;
+        let start = batch.lines.len();
+        while self.next < end && batch.lines.len() - start < max_bytes as usize {
+            if let Some(text) = log.text(self.next) {
+                batch.lines.push_str(text);
+                batch.lines.push('\n');
+            }
+            batch.count += 1;
+            self.next += 1;
+        }
+        self.next < end
+    }
+}
+
+#[napi]
+pub struct NativeStore {
+    store: Arc<dyn SessionStore>,
+    jsonl: Option<Arc<Store<JsonlBackend>>>,
+}
+
+fn key(id: String, file: String) -> Key {
+    Key { id, file }
+}
+
+#[napi]
+impl NativeStore {
+    /// A JSONL store under `root` (nothing is touched until an operation).
+    #[napi(factory)]
+    pub fn jsonl(root: String) -> NativeStore {
+        let store = Arc::new(Store::new(JsonlBackend::new(PathBuf::from(root))));
+        NativeStore {
+            store: store.clone(),
+            jsonl: Some(store),
+        }
+    }
+
+    /// A SQLite store on `path` (or `:memory:`); the database opens on first use.
+    #[napi(factory)]
+    pub fn sqlite(env: Env, path: String, journal_mode: String) -> Result<NativeStore> {
+        if !JOURNAL_MODES.contains(&journal_mode.as_str()) {
+            return Err(throw(
+                &env,
+                CoreError::InvalidArgument(format!(
+                    "journalMode must be one of 'wal', 'delete', 'truncate', 'persist', got {}",
+                    crate::json::quote(&journal_mode)
+                )),
+            ));
+        }
+        Ok(NativeStore {
+            store: Arc::new(Store::new(SqliteBackend::new(path, journal_mode))),
+            jsonl: None,
+        })
+    }
+
+    /// Record the intent to create a session (`headerJson` is its snapshotted header).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn create(
+        &self,
+        env: Env,
+        id: String,
+        file: String,
+        header_json: String,
+    ) -> Result<AsyncTask<StoreTask<(), ()>>> {
+        let header = SessionHeader::from_json(&id, &header_json).map_err(|e| throw(&env, e))?;
+        let store = self.store.clone();
+        Ok(task(same, move || store.create(&key(id, file), header)))
+    }
+
+    /// Append one batch (a JSON array of snapshotted events) durably.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn append(
+        &self,
+        id: String,
+        file: String,
+        batch_json: String,
+    ) -> AsyncTask<StoreTask<(), ()>> {
+        let store = self.store.clone();
+        task(same, move || store.append(&key(id, file), &batch_json))
+    }
+
+    /// Repair-load a stored session: `{"meta", "events"}` as JSON text.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn load(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, String>> {
+        let store = self.store.clone();
+        task(loaded_json, move || store.load(&key(id, file)))
+    }
+
+    /// Repair-load a stored session straight into a native session.
+    #[napi(ts_return_type = "Promise<NativeSession>")]
+    pub fn open(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, NativeSession>> {
+        let store = self.store.clone();
+        task(NativeSession::from_log, move || store.load(&key(id, file)))
+    }
+
+    /// Begin staging a flush of `native` (a session whose texts are all
+    /// handed over) from the store's cursor; `more` copies the texts.
+    #[napi]
+    pub fn stage(&self, native: &NativeSession, id: String) -> StagedFlush {
+        let log = native.log();
+        let from = self.store.cursor(&id).unwrap_or(0) as usize;
+        // Reserve it all now: growing a large buffer later would copy it on
+        // the main thread.
+        let bytes: usize = (from..log.texts_len())
+            .filter_map(|i| log.text(i))
+            .map(|t| t.len() + 1)
+            .sum();
+        StagedFlush {
+            staged: Some(Staged {
+                header: log.header().clone(),
+                batch: Batch {
+                    first_seq: from as u64,
+                    count: 0,
+                    lines: String::with_capacity(bytes),
+                },
+                anchor: from
+                    .checked_sub(1)
+                    .and_then(|i| log.text(i))
+                    .map(Into::into),
+            }),
+            next: from,
+        }
+    }
+
+    /// Write a staged flush durably; resolves to the number of events written.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn flush(
+        &self,
+        staged: &mut StagedFlush,
+        id: String,
+        file: String,
+    ) -> AsyncTask<StoreTask<u32, u32>> {
+        let store = self.store.clone();
+        let staged = staged.staged.take();
+        task(same, move || {
+            let staged =
+                staged.ok_or_else(|| CoreError::InvalidArgument("flush staged twice".into()))?;
+            store.flush(&key(id, file), staged)
+        })
+    }
+
+    /// Every stored header: `[{"file"?, "header"}]` as JSON text.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn list(&self) -> AsyncTask<StoreTask<Vec<Listed>, String>> {
+        let store = self.store.clone();
+        task(listed_json, move || store.list())
+    }
+
+    /// The JSONL path of a session with this cwd and encoded id (no I/O).
+    #[napi]
+    pub fn locate(&self, env: Env, cwd: Option<String>, file: String) -> Result<Option<String>> {
+        let Some(store) = &self.jsonl else {
+            return Ok(None);
+        };
+        let path = store
+            .backend()
+            .locate(cwd.as_deref(), &file)
+            .map_err(|e| throw(&env, e))?;
+        Ok(Some(path.to_string_lossy().into_owned()))
+    }
+
+    /// Release files and the database; later operations reject.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close(&self) -> AsyncTask<StoreTask<(), ()>> {
+        let store = self.store.clone();
+        task(same, move || {
+            store.close();
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,511 @@
+//! The JSONL store (SPEC 11): one file per session,
+//! `<root>/cwd-<12 hex of sha256(cwd)>/<encoded id>.jsonl` (or `_no-cwd/`),
+//! header on line 1, one event per line. The first append publishes a
+//! complete, fsynced file with a hard link (never overwriting); later appends
+//! write at the known end and fsync.
+
+use super::load::{self, Place, Repaired};
+use super::{persisted_collision, Backend, Batch, Key, Listed};
+use crate::error::{CoreError, CoreResult};
+use crate::log::Log;
+use crate::session_header::SessionHeader;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct JsonlBackend {
+    root: PathBuf,
+    /// Distinguishes temporary files of concurrent first appends.
+    counter: AtomicU64,
+}
+
+/// The open log of one session.
+#[derive(Default)]
+pub struct JsonlHandle {
+    path: Option<PathBuf>,
+    file: Option<File>,
+    /// Bytes of the log that are durable and ours: the next write starts here.
+    len: u64,
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
+    CoreError::Io(format!("{what} \"{}\": {e}", path.display()))
+}
+
+/// The directory a session's log lives in, by its header's cwd.
+pub fn bucket_name(cwd: Option<&str>) -> String {
+    match cwd {
+        None => "_no-cwd".to_string(),
+        Some(cwd) => {
+            let digest = Sha256::digest(cwd.as_bytes());
+            let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+            format!("cwd-{hex}")
+        }
+    }
+}
+
+fn is_bucket(name: &str) -> bool {
+    name == "_no-cwd"
+        || name
+            .strip_prefix("cwd-")
+            .is_some_and(|h| h.len() == 12 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// An encoded id is `[A-Za-z0-9._~-]+` and never `.` or `..` (the JS side
+/// encodes); anything else is refused before it reaches a path.
+fn check_file_name(file: &str) -> CoreResult<()> {
+    let ok = !file.is_empty()
+        && file != "."
+        && file != ".."
+        && file
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'~'));
+    if ok {
+        Ok(())
+    } else {
+        Err(CoreError::InvalidArgument(format!(
+            "invalid encoded session file name {}",
+            crate::json::quote(file)
+        )))
+    }
+}
+
+fn cwd_of(header: &SessionHeader) -> Option<&str> {
+    header.get("cwd").and_then(serde_json::Value::as_str)
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        let n = file.seek_write(buf, offset)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                ErrorKind::WriteZero,
+                "failed to write whole buffer",
+            ));
+        }
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Make a directory entry change durable.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> CoreResult<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("cannot sync directory", dir, e))
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> CoreResult<()> {
+    Ok(())
+}
+
+/// A JSONL file split into its header and event records.
+pub struct Split<'a> {
+    pub header: SessionHeader,
+    /// Byte offset just after the header line's newline.
+    pub header_end: usize,
+    /// Each record's text, `None` when it is not UTF-8 or is a final line
+    /// without its newline (torn).
+    pub records: Vec<Option<&'a str>>,
+    /// Byte offset just after each record (its newline included).
+    pub ends: Vec<usize>,
+}
+
+/// Split a JSONL log into its header and records.
+pub fn split<'a>(bytes: &'a [u8]) -> CoreResult<Split<'a>> {
+    let header_less = || CoreError::CorruptLog("empty or header-less session log".into());
+    let whole = std::str::from_utf8(bytes).ok();
+    let newline = |from: usize| match whole {
+        Some(t) => t[from..].find('\n').map(|i| from + i),
+        None => bytes[from..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| from + i),
+    };
+    let text_of = |line: &'a [u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        std::str::from_utf8(line).ok()
+    };
+    // A final line without its newline is torn, the header line included.
+    let Some(first_end) = newline(0) else {
+        return Err(header_less());
+    };
+    let first = &bytes[..first_end];
+    if first.iter().all(u8::is_ascii_whitespace) {
+        return Err(header_less());
+    }
+    let header = text_of(first)
+        .ok_or_else(|| {
+            CoreError::CorruptLog("corrupt session log: first line is not a session header".into())
+        })
+        .and_then(SessionHeader::from_line)?;
+    let header_end = first_end + 1;
+    let mut records = Vec::new();
+    let mut ends = Vec::new();
+    let mut pos = header_end;
+    while pos < bytes.len() {
+        match newline(pos) {
+            Some(end) => {
+                records.push(text_of(&bytes[pos..end]));
+                pos = end + 1;
+                ends.push(pos);
+            }
+            None => {
+                records.push(None);
+                ends.push(bytes.len());
+                pos = bytes.len();
+            }
+        }
+    }
+    Ok(Split {
+        header,
+        header_end,
+        records,
+        ends,
+    })
+}
+
+/// The fast path of a load: a log whose every line is a complete, valid
+/// event (no torn or blank line) is read by the session core's parallel
+/// reader. `None` sends the load to the line-by-line repair.
+fn read_whole(bytes: &[u8]) -> Option<Log> {
+    if bytes.last() != Some(&b'\n') {
+        return None;
+    }
+    // `from_jsonl` tolerates blank lines at the end (a store drops them as a
+    // torn tail) and rejects them anywhere else: the last line must be an event.
+    let body = &bytes[..bytes.len() - 1];
+    let last = body
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(body, |i| &body[i + 1..]);
+    if last.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Log::from_jsonl(bytes).ok()
+}
+
+/// Repair-load a JSONL log (SPEC 11) of session `id` (by default the id its
+/// header names): the repaired log, and the byte length of the kept part
+/// the repair truncates the file to.
+pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64)> {
+    if let Some(log) = read_whole(bytes) {
+        let id = id.unwrap_or(log.header().id()).to_string();
+        return Ok((load::complete(&id, log)?, bytes.len() as u64));
+    }
+    let Split {
+        header,
+        header_end,
+        records,
+        ends,
+    } = split(bytes)?;
+    let id = id.unwrap_or(header.id()).to_string();
+    let repaired = load::repair(&id, header, &records, Place::Line)?;
+    let committed = match repaired.preserved {
+        0 => header_end,
+        n => ends[n - 1],
+    };
+    Ok((repaired, committed as u64))
+}
+
+/// Make a repair durable: truncate `file` to `committed` bytes, append the
+/// closers, fsync. Idempotent: after a crash in between, the next load
+/// repairs the same way. Returns the new file length.
+pub fn write_repair(file: &File, committed: u64, repaired: &Repaired) -> std::io::Result<u64> {
+    let mut closers = String::new();
+    for c in repaired.closers() {
+        closers.push_str(c);
+        closers.push('\n');
+    }
+    file.set_len(committed)?;
+    write_all_at(file, closers.as_bytes(), committed)?;
+    file.sync_data()?;
+    Ok(committed + closers.len() as u64)
+}
+
+/// The first line of a file, when it is complete and short enough to be a header.
+fn first_line(path: &Path) -> Option<String> {
+    const LIMIT: usize = 16 << 20;
+    let mut file = File::open(path).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = file.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
+            buf.extend_from_slice(&chunk[..i]);
+            return String::from_utf8(buf).ok();
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.len() > LIMIT {
+            return None;
+        }
+    }
+}
+
+fn read_dir_entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| io("cannot read directory", dir, e)),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io("cannot read directory", dir, e)),
+    }
+}
+
+impl JsonlBackend {
+    pub fn new(root: PathBuf) -> JsonlBackend {
+        JsonlBackend {
+            root,
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    /// Where the log of a session with this cwd and encoded id lives.
+    pub fn locate(&self, cwd: Option<&str>, file: &str) -> CoreResult<PathBuf> {
+        check_file_name(file)?;
+        Ok(self
+            .root
+            .join(bucket_name(cwd))
+            .join(format!("{file}.jsonl")))
+    }
+
+    fn buckets(&self) -> CoreResult<Vec<PathBuf>> {
+        let mut out: Vec<PathBuf> = read_dir_entries(&self.root)?
+            .into_iter()
+            .filter(|e| e.file_name().to_str().is_some_and(is_bucket))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// The stored log of `key` in any bucket.
+    fn find(&self, key: &Key) -> CoreResult<Option<PathBuf>> {
+        check_file_name(&key.file)?;
+        let name = format!("{}.jsonl", key.file);
+        let mut found = Vec::new();
+        for bucket in self.buckets()? {
+            let path = bucket.join(&name);
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_file() => found.push(path),
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io("cannot stat session log", &path, e)),
+            }
+        }
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop()),
+            _ => Err(CoreError::CorruptLog(format!(
+                "session {} has more than one log: {}",
+                crate::json::quote(&key.id),
+                found
+                    .iter()
+                    .map(|p| format!("\"{}\"", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// Create `dir` (and the root) when missing, durably.
+    fn ensure_dir(&self, dir: &Path) -> CoreResult<()> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        let root_existed = self.root.is_dir();
+        fs::create_dir_all(dir).map_err(|e| io("cannot create directory", dir, e))?;
+        if !root_existed {
+            if let Some(parent) = self.root.parent().filter(|p| !p.as_os_str().is_empty()) {
+                sync_dir(parent)?;
+            }
+        }
+        sync_dir(&self.root)
+    }
+}
+
+impl Backend for JsonlBackend {
+    type Handle = JsonlHandle;
+
+    fn exists(&self, key: &Key) -> CoreResult<bool> {
+        Ok(self.find(key)?.is_some())
+    }
+
+    fn load(&self, key: &Key, handle: &mut JsonlHandle) -> CoreResult<Option<Log>> {
+        let Some(path) = self.find(key)? else {
+            return Ok(None);
+        };
+        let bytes = fs::read(&path).map_err(|e| io("cannot read session log", &path, e))?;
+        let (repaired, committed) = repair_bytes(&bytes, Some(&key.id))?;
+        let mut len = bytes.len() as u64;
+        let mut file = None;
+        if repaired.needs_write() {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| io("cannot open session log", &path, e))?;
+            len = write_repair(&f, committed, &repaired)
+                .map_err(|e| io("cannot repair session log", &path, e))?;
+            file = Some(f);
+        }
+        *handle = JsonlHandle {
+            path: Some(path),
+            file,
+            len,
+        };
+        Ok(Some(repaired.log))
+    }
+
+    fn create_log(
+        &self,
+        key: &Key,
+        header: &SessionHeader,
+        batch: &Batch,
+        handle: &mut JsonlHandle,
+    ) -> CoreResult<()> {
+        let path = self.locate(cwd_of(header), &key.file)?;
+        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
+        self.ensure_dir(&dir)?;
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!("{}.jsonl.{}.{n}.tmp", key.file, std::process::id()));
+        let mut content = header.line();
+        content.push('\n');
+        content.push_str(&batch.lines);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| io("cannot create session log", &tmp, e))?;
+        let written = write_all_at(&file, content.as_bytes(), 0)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| io("cannot write session log", &tmp, e))
+            .and_then(|()| match fs::hard_link(&tmp, &path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(persisted_collision(&key.id)),
+                Err(e) => Err(io("cannot publish session log", &path, e)),
+            });
+        let removed = fs::remove_file(&tmp);
+        written?;
+        removed.map_err(|e| io("cannot remove temporary file", &tmp, e))?;
+        sync_dir(&dir)?;
+        *handle = JsonlHandle {
+            path: Some(path),
+            file: Some(file),
+            len: content.len() as u64,
+        };
+        Ok(())
+    }
+
+    fn append(&self, key: &Key, batch: &Batch, handle: &mut JsonlHandle) -> CoreResult<()> {
+        let path = match &handle.path {
+            Some(p) => p.clone(),
+            None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
+        };
+        if handle.file.is_none() {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| io("cannot open session log", &path, e))?;
+            handle.file = Some(f);
+            handle.path = Some(path.clone());
+        }
+        let Some(file) = handle.file.as_ref() else {
+            return Err(super::not_found(&key.id));
+        };
+        let result =
+            write_all_at(file, batch.lines.as_bytes(), handle.len).and_then(|()| file.sync_data());
+        match result {
+            Ok(()) => {
+                handle.len += batch.lines.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // Leave no partial batch behind; the next append rewrites from `len`.
+                let _ = file.set_len(handle.len);
+                handle.file = None;
+                Err(io("cannot append to session log", &path, e))
+            }
+        }
+    }
+
+    fn list(&self) -> CoreResult<Vec<Listed>> {
+        let mut out = Vec::new();
+        for bucket in self.buckets()? {
+            for entry in read_dir_entries(&bucket)? {
+                let name = entry.file_name();
+                let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".jsonl")) else {
+                    continue;
+                };
+                if check_file_name(stem).is_err() || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                    continue;
+                }
+                // A file whose first line is not a v0 header is not listed
+                // (load reports what is wrong with it).
+                let Some(header) = first_line(&entry.path()).and_then(|line| {
+                    SessionHeader::from_line(line.strip_suffix('\r').unwrap_or(&line)).ok()
+                }) else {
+                    continue;
+                };
+                out.push(Listed {
+                    file: Some(stem.to_string()),
+                    header,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn close(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_hash_the_cwd() {
+        // sha256("/work") = 0f6a4b...; the bucket keeps 12 hex digits.
+        let name = bucket_name(Some("/work"));
+        assert!(name.starts_with("cwd-") && name.len() == 16);
+        assert!(is_bucket(&name));
+        assert_eq!(bucket_name(None), "_no-cwd");
+    }
+
+    #[test]
+    fn refuses_file_names_that_are_not_encoded_ids() {
+        for bad in ["", ".", "..", "a/b", "a\\b", "a\0b", "é"] {
+            assert!(check_file_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_file_name("~002E~002E").is_ok());
+    }
+
+    #[test]
+    fn splits_records_and_marks_a_torn_final_line() {
+        let text =
+            b"{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\nA\r\n\xff\nB";
+        let p = split(text).unwrap();
+        assert_eq!(p.records, vec![Some("A"), None, None]);
+        assert_eq!(p.ends.last().copied(), Some(text.len()));
+        assert_eq!(
+            split(b"").err().map(|e| e.to_string()).as_deref(),
+            Some("empty or header-less session log")
+        );
+    }
+}

@@ -1,0 +1,546 @@
+//! The SQLite store (SPEC 11): one database, schema version 4, shared with
+//! the TypeScript backend. The connection opens on first use (off the main
+//! thread) and is shared behind a mutex; every statement binds its values.
+
+use super::load::{self, Place, Repaired};
+use super::{persisted_collision, Backend, Batch, Key, Listed};
+use crate::error::{CoreError, CoreResult};
+use crate::event::{event_text, read_event, ReadError};
+use crate::log::Log;
+use crate::session_header::SessionHeader;
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
+use serde_json::{Map, Value};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// `PRAGMA user_version` of the schema this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 4;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER) STRICT;
+CREATE TABLE IF NOT EXISTS events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL,
+  source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;
+";
+
+const INSERT_EVENT: &str =
+    "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
+/// The journal modes the store accepts.
+pub const JOURNAL_MODES: [&str; 4] = ["wal", "delete", "truncate", "persist"];
+
+enum Conn {
+    Unopened,
+    Open(Connection),
+    Closed,
+}
+
+pub struct SqliteBackend {
+    path: String,
+    journal_mode: String,
+    conn: Mutex<Conn>,
+}
+
+/// One event split into the columns of `events`.
+struct Columns<'a> {
+    ty: String,
+    seq: i64,
+    time: i64,
+    data: &'a str,
+    source_event_seqs: Option<String>,
+    surface_op: Option<String>,
+}
+
+fn columns(text: &str) -> CoreResult<Columns<'_>> {
+    let e = read_event(text, 0).map_err(|e| match e {
+        ReadError::Invalid(e) => e,
+        ReadError::Unparsable => CoreError::InvalidArgument("event text is not JSON".into()),
+    })?;
+    Ok(Columns {
+        ty: e.ty.into_owned(),
+        seq: e.seq as i64,
+        time: e.time as i64,
+        data: e.data,
+        source_event_seqs: e.source_event_seqs.map(|v| v.to_string()),
+        surface_op: e.surface_op.map(|v| v.to_string()),
+    })
+}
+
+/// A JSON value of a column.
+fn json_of(v: SqlValue) -> Value {
+    match v {
+        SqlValue::Null | SqlValue::Blob(_) => Value::Null,
+        SqlValue::Integer(i) => Value::from(i),
+        SqlValue::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        SqlValue::Text(s) => Value::String(s),
+    }
+}
+
+/// The header of a `sessions` row, checked as a JSONL header line would be.
+fn header_of(id: &str, row: [SqlValue; 5]) -> CoreResult<SessionHeader> {
+    let [version, created_at, cwd, parent_session, seed_length] = row;
+    let mut record = Map::new();
+    record.insert("type".into(), Value::from("session"));
+    record.insert("version".into(), json_of(version));
+    record.insert("id".into(), Value::from(id));
+    record.insert("createdAt".into(), json_of(created_at));
+    for (key, v) in [
+        ("cwd", cwd),
+        ("parentSession", parent_session),
+        ("seedLength", seed_length),
+    ] {
+        if !matches!(v, SqlValue::Null) {
+            record.insert(key.into(), json_of(v));
+        }
+    }
+    SessionHeader::from_line(&Value::Object(record).to_string())
+}
+
+/// Byte classes for `json_column`'s scan.
+const PLAIN: u8 = 0;
+const QUOTE: u8 = 1;
+const BACKSLASH: u8 = 2;
+const OPEN: u8 = 3;
+const CLOSE: u8 = 4;
+const SEPARATOR: u8 = 5;
+const NEWLINE: u8 = 6;
+const CLASSES: [u8; 256] = {
+    let mut t = [PLAIN; 256];
+    t[b'"' as usize] = QUOTE;
+    t[b'\\' as usize] = BACKSLASH;
+    t[b'{' as usize] = OPEN;
+    t[b'[' as usize] = OPEN;
+    t[b'}' as usize] = CLOSE;
+    t[b']' as usize] = CLOSE;
+    t[b',' as usize] = SEPARATOR;
+    t[b':' as usize] = SEPARATOR;
+    t[b'\n' as usize] = NEWLINE;
+    t[b'\r' as usize] = NEWLINE;
+    t
+};
+
+/// The JSON text of a TEXT column, on one line, when it has the shape of
+/// exactly one value: brackets balance and nothing outside strings
+/// separates values. With that, an event text built around the column
+/// parses only if the column is one value, so a column can never smuggle
+/// in another field (the parse of the whole event text checks the rest).
+fn json_column(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
+    let ValueRef::Text(bytes) = v else {
+        return None;
+    };
+    let (mut depth, mut in_string, mut newline) = (0usize, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let class = CLASSES[bytes[i] as usize];
+        i += 1;
+        if in_string {
+            match class {
+                QUOTE => in_string = false,
+                BACKSLASH => i += 1,
+                NEWLINE => return None,
+                _ => {}
+            }
+            continue;
+        }
+        match class {
+            QUOTE => in_string = true,
+            OPEN => depth += 1,
+            CLOSE => depth = depth.checked_sub(1)?,
+            SEPARATOR if depth == 0 => return None,
+            NEWLINE => newline = true,
+            _ => {}
+        }
+    }
+    if depth != 0 || in_string {
+        return None;
+    }
+    let s = std::str::from_utf8(bytes).ok()?;
+    Some(if newline {
+        // Whitespace between tokens; a store line holds no newline.
+        std::borrow::Cow::Owned(s.replace(['\n', '\r'], " "))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    })
+}
+
+fn non_negative(v: ValueRef<'_>) -> Option<u64> {
+    match v {
+        ValueRef::Integer(i) => u64::try_from(i).ok(),
+        _ => None,
+    }
+}
+
+/// The event text of an `events` row (`seq, type, time, data,
+/// source_event_seqs, surface_op`), or `None` when its columns cannot form
+/// one (a record that cannot be read).
+fn row_text(row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<String>> {
+    let col = |i: usize| row.get_ref(i);
+    let (Some(seq), Some(time), ValueRef::Text(ty)) =
+        (non_negative(col(0)?), non_negative(col(2)?), col(1)?)
+    else {
+        return Ok(None);
+    };
+    let Ok(ty) = std::str::from_utf8(ty) else {
+        return Ok(None);
+    };
+    let Some(data) = json_column(col(3)?) else {
+        return Ok(None);
+    };
+    let optional = |v: ValueRef<'_>| match v {
+        ValueRef::Null => Some(None),
+        v => json_column(v).map(|t| Some(t.into_owned())),
+    };
+    let (Some(sources), Some(op)) = (optional(col(4)?), optional(col(5)?)) else {
+        return Ok(None);
+    };
+    Ok(Some(event_text(
+        ty,
+        seq,
+        time,
+        &data,
+        sources.as_deref(),
+        op.as_deref(),
+    )))
+}
+
+fn owned_row<const N: usize>(row: &rusqlite::Row<'_>) -> rusqlite::Result<[SqlValue; N]> {
+    let mut out: [SqlValue; N] = std::array::from_fn(|_| SqlValue::Null);
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = row.get(i)?;
+    }
+    Ok(out)
+}
+
+fn sql_err(path: &str, e: rusqlite::Error) -> CoreError {
+    CoreError::Sqlite(format!("session database at \"{path}\": {e}"))
+}
+
+/// `PRAGMA user_version` of a session database: 0 (not stamped yet) or
+/// `SCHEMA_VERSION`; any other version is refused.
+pub fn schema_version(conn: &Connection, path: &str) -> CoreResult<i64> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|e| sql_err(path, e))?;
+    if version != 0 && version != SCHEMA_VERSION {
+        return Err(CoreError::UnsupportedVersion(format!(
+            "session database at \"{path}\" has schema version {version}, incompatible with this build ({SCHEMA_VERSION})"
+        )));
+    }
+    Ok(version)
+}
+
+fn header_row(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<[SqlValue; 5]>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?1")
+        .map_err(|e| sql_err(path, e))?;
+    let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
+    match rows.next().map_err(|e| sql_err(path, e))? {
+        Some(row) => Ok(Some(owned_row(row).map_err(|e| sql_err(path, e))?)),
+        None => Ok(None),
+    }
+}
+
+/// Read session `id` of the database at `path` and repair it in memory
+/// (SPEC 11); `None` when it has no `sessions` row. Writes nothing.
+pub fn read_session(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<Repaired>> {
+    let Some(row) = header_row(conn, path, id)? else {
+        return Ok(None);
+    };
+    let header = header_of(id, row)?;
+    // Every row's event text, one per line after the header line: the fast
+    // path reads it like a JSONL log.
+    let mut text = header.line();
+    text.push('\n');
+    let mut spans: Vec<Option<(usize, usize)>> = Vec::new();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
+             WHERE session_id = ?1 ORDER BY seq",
+        )
+        .map_err(|e| sql_err(path, e))?;
+    let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
+    while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+        match row_text(row).map_err(|e| sql_err(path, e))? {
+            Some(t) => {
+                let start = text.len();
+                text.push_str(&t);
+                spans.push(Some((start, text.len())));
+                text.push('\n');
+            }
+            None => spans.push(None),
+        }
+    }
+    let whole = spans
+        .iter()
+        .all(Option::is_some)
+        .then(|| Log::from_jsonl(text.as_bytes()).ok())
+        .flatten()
+        .filter(|log| log.len() == spans.len());
+    let repaired = match whole {
+        Some(log) => load::complete(id, log)?,
+        None => {
+            let records: Vec<Option<&str>> =
+                spans.iter().map(|s| s.map(|(a, b)| &text[a..b])).collect();
+            load::repair(id, header, &records, Place::Row)?
+        }
+    };
+    Ok(Some(repaired))
+}
+
+impl SqliteBackend {
+    pub fn new(path: String, journal_mode: String) -> SqliteBackend {
+        SqliteBackend {
+            path,
+            journal_mode,
+            conn: Mutex::new(Conn::Unopened),
+        }
+    }
+
+    fn err(&self, e: rusqlite::Error) -> CoreError {
+        sql_err(&self.path, e)
+    }
+
+    fn open(&self) -> CoreResult<Connection> {
+        let conn = Connection::open(&self.path).map_err(|e| self.err(e))?;
+        conn.busy_timeout(Duration::from_secs(5))
+            .map_err(|e| self.err(e))?;
+        let version = schema_version(&conn, &self.path)?;
+        let _mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", &self.journal_mode, |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")
+            .map_err(|e| self.err(e))?;
+        if version == 0 {
+            conn.execute_batch(&format!(
+                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            ))
+            .map_err(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                self.err(e)
+            })?;
+        }
+        Ok(conn)
+    }
+
+    /// Run `f` on the connection, opening it on first use.
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> CoreResult<T>) -> CoreResult<T> {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if matches!(*guard, Conn::Unopened) {
+            *guard = Conn::Open(self.open()?);
+        }
+        match &mut *guard {
+            Conn::Open(conn) => f(conn),
+            _ => Err(CoreError::Closed("session store is closed".into())),
+        }
+    }
+
+    /// Run `f` in an immediate transaction and commit.
+    fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
+        self.with(|conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.err(e))?;
+            let out = f(&tx)?;
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(out)
+        })
+    }
+
+    fn insert_events(&self, tx: &Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
+        let mut stmt = tx.prepare_cached(INSERT_EVENT).map_err(|e| self.err(e))?;
+        for text in texts {
+            let c = columns(text)?;
+            stmt.execute(params![
+                id,
+                c.seq,
+                c.ty,
+                c.time,
+                c.data,
+                c.source_event_seqs,
+                c.surface_op
+            ])
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(ErrorCode::ConstraintViolation) => CoreError::SeqMismatch(format!(
+                    "append seq mismatch for {}: the database already holds seq {}",
+                    crate::json::quote(id),
+                    c.seq
+                )),
+                _ => self.err(e),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for SqliteBackend {
+    type Handle = ();
+
+    fn exists(&self, key: &Key) -> CoreResult<bool> {
+        self.with(|conn| Ok(header_row(conn, &self.path, &key.id)?.is_some()))
+    }
+
+    fn load(&self, key: &Key, _handle: &mut ()) -> CoreResult<Option<Log>> {
+        let id = key.id.as_str();
+        // One immediate transaction: the rows read are the rows repaired.
+        self.write(|tx| {
+            let Some(repaired) = read_session(tx, &self.path, id)? else {
+                return Ok(None);
+            };
+            if repaired.torn {
+                tx.execute(
+                    "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
+                    params![id, repaired.preserved as i64],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+            self.insert_events(tx, id, &repaired.closers())?;
+            Ok(Some(repaired.log))
+        })
+    }
+
+    fn create_log(
+        &self,
+        key: &Key,
+        header: &SessionHeader,
+        batch: &Batch,
+        _handle: &mut (),
+    ) -> CoreResult<()> {
+        let id = key.id.as_str();
+        let texts: Vec<&str> = batch.texts().collect();
+        self.write(|tx| {
+            let field = |k: &str| header.get(k).cloned().unwrap_or(Value::Null);
+            let as_sql = |v: Value| match v {
+                Value::Number(n) => n.as_i64().map_or(SqlValue::Null, SqlValue::Integer),
+                Value::String(s) => SqlValue::Text(s),
+                _ => SqlValue::Null,
+            };
+            tx.execute(
+                "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    id,
+                    as_sql(field("version")),
+                    as_sql(field("createdAt")),
+                    as_sql(field("cwd")),
+                    as_sql(field("parentSession")),
+                    as_sql(field("seedLength"))
+                ],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(ErrorCode::ConstraintViolation) => persisted_collision(id),
+                _ => self.err(e),
+            })?;
+            self.insert_events(tx, id, &texts)
+        })
+    }
+
+    fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<()> {
+        let texts: Vec<&str> = batch.texts().collect();
+        self.write(|tx| self.insert_events(tx, &key.id, &texts))
+    }
+
+    fn list(&self) -> CoreResult<Vec<Listed>> {
+        self.with(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows: Vec<[SqlValue; 6]> = stmt
+                .query_map([], owned_row::<6>)
+                .and_then(|rows| rows.collect())
+                .map_err(|e| self.err(e))?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|[id, version, created_at, cwd, parent, seed]| {
+                    let SqlValue::Text(id) = id else {
+                        return None;
+                    };
+                    // A row that is not a v0 header is not listed (load says why).
+                    header_of(&id, [version, created_at, cwd, parent, seed]).ok()
+                })
+                .map(|header| Listed { file: None, header })
+                .collect())
+        })
+    }
+
+    fn close(&self) {
+        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        *guard = Conn::Closed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The event text `row_text` builds from these column values.
+    fn text_of(cols: [SqlValue; 6]) -> Option<String> {
+        let conn = Connection::open_in_memory().unwrap();
+        let mut stmt = conn.prepare("SELECT ?1, ?2, ?3, ?4, ?5, ?6").unwrap();
+        let mut rows = stmt.query(rusqlite::params_from_iter(cols)).unwrap();
+        row_text(rows.next().unwrap().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn rows_become_event_texts_in_envelope_order() {
+        let row = [
+            SqlValue::Integer(3),
+            SqlValue::Text("tool/result".into()),
+            SqlValue::Integer(9),
+            SqlValue::Text("{\n \"a\": [1, \"}\"]\n}".into()),
+            SqlValue::Text("[1]".into()),
+            SqlValue::Text("\"append\"".into()),
+        ];
+        assert_eq!(
+            text_of(row.clone()).as_deref(),
+            Some(
+                r#"{"type":"tool/result","seq":3,"time":9,"data":{  "a": [1, "}"] },"sourceEventSeqs":[1],"surfaceOp":"append"}"#
+            )
+        );
+        // A column that is not one value cannot smuggle in another field.
+        for bad in ["1,\"surfaceOp\":\"append\"", "{\"a\":1}},{", "1}", "\"open"] {
+            let mut r = row.clone();
+            r[3] = SqlValue::Text(bad.into());
+            assert_eq!(text_of(r), None, "{bad}");
+        }
+        let mut r = row.clone();
+        r[3] = SqlValue::Integer(1);
+        assert_eq!(text_of(r), None);
+        let mut r = row;
+        r[2] = SqlValue::Integer(-1);
+        assert_eq!(text_of(r), None);
+    }
+
+    #[test]
+    fn a_fresh_database_is_stamped_and_round_trips() {
+        let b = SqliteBackend::new(":memory:".into(), "wal".into());
+        let key = Key {
+            id: "s'; DROP TABLE sessions; --".into(),
+            file: String::new(),
+        };
+        let header = SessionHeader::minimal(&key.id, 5.0);
+        let batch = Batch {
+            first_seq: 0,
+            count: 1,
+            lines: "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1,\"trigger\":{\"kind\":\"message\",\"source\":{\"kind\":\"user\"}}}}\n".into(),
+        };
+        b.create_log(&key, &header, &batch, &mut ()).unwrap();
+        assert!(b.exists(&key).unwrap());
+        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        // The open turn is closed by the load, durably.
+        assert_eq!(log.len(), 2);
+        assert_eq!(b.load(&key, &mut ()).unwrap().unwrap().len(), 2);
+        assert_eq!(b.list().unwrap()[0].header.id(), key.id);
+        let version: i64 = b
+            .with(|c| {
+                c.pragma_query_value(None, "user_version", |r| r.get(0))
+                    .map_err(|e| b.err(e))
+            })
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+}

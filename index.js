@@ -327,8 +327,11 @@ class Session {
   /** Hand every pending event's text to the native log. */
   #sync() {
     if (this.#synced < this.#seq) {
-      const pending = this.#objs.slice(this.#synced - this.#objsFrom)
-      this.#native.attachTexts(JSON.stringify(pending))
+      const objs = this.#objs
+      const texts = new Array(this.#seq - this.#synced)
+      for (let i = this.#synced - this.#objsFrom, k = 0; i < objs.length; i++, k++) texts[k] = JSON.stringify(objs[i])
+      // One text per line: JSON.stringify never writes a raw newline.
+      this.#native.attachTexts(texts.join('\n'))
       this.#synced = this.#seq
     }
   }

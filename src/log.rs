@@ -80,6 +80,69 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
+/// The meta of an event text the JS side wrote (`{"type":..,"seq":..,
+/// "time":..,"data":..,"sourceEventSeqs"?:..,"surfaceOp"?:..}`), read from
+/// its ends without parsing the payload; `None` when the text is not in that
+/// shape (then it is parsed).
+fn live_meta(line: &str) -> Option<EventMeta> {
+    let rest = line.strip_prefix("{\"type\":\"")?;
+    let quote = rest.find('"')?;
+    let ty = &rest[..quote];
+    if ty.contains('\\') {
+        return None;
+    }
+    let rest = rest[quote..].strip_prefix("\",\"seq\":")?;
+    let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let rest = rest.strip_prefix(",\"time\":")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let time: u64 = rest[..digits].parse().ok()?;
+    if !rest[digits..].starts_with(",\"data\":") {
+        return None;
+    }
+    let kind = Kind::of(ty);
+    let op = if !kind.is_surface_eligible() {
+        None
+    } else if line.ends_with(",\"surfaceOp\":\"append\"}") {
+        Some(SurfaceOp::Append)
+    } else {
+        // The envelope's surfaceOp is the text's last field.
+        let at = line.rfind(",\"surfaceOp\":{")?;
+        let op: Value = serde_json::from_str(line.get(at + 13..line.len() - 1)?).ok()?;
+        Some(SurfaceOp::Replace {
+            start: op.get("start").and_then(crate::json::as_seq)?,
+            end: op.get("end").and_then(crate::json::as_seq)?,
+        })
+    };
+    Some(EventMeta { kind, time, op })
+}
+
+/// The meta of any event text, parsed.
+fn parsed_meta(line: &str) -> CoreResult<EventMeta> {
+    #[derive(Deserialize)]
+    struct Lite<'a> {
+        #[serde(rename = "type", borrow)]
+        ty: std::borrow::Cow<'a, str>,
+        time: f64,
+        #[serde(rename = "surfaceOp")]
+        surface_op: Option<Value>,
+    }
+    let lite: Lite = serde_json::from_str(line)
+        .map_err(|e| CoreError::InvalidArgument(format!("event text is not an event: {e}")))?;
+    let op = match lite.surface_op {
+        None => None,
+        Some(Value::String(_)) => Some(SurfaceOp::Append),
+        Some(v) => Some(SurfaceOp::Replace {
+            start: v.get("start").and_then(crate::json::as_seq).unwrap_or(0),
+            end: v.get("end").and_then(crate::json::as_seq).unwrap_or(0),
+        }),
+    };
+    Ok(EventMeta {
+        kind: Kind::of(&lite.ty),
+        time: lite.time.max(0.0) as u64,
+        op,
+    })
+}
+
 /// What the log keeps per event besides its text.
 #[derive(Debug, Clone, Copy)]
 pub struct EventMeta {
@@ -456,39 +519,20 @@ impl Log {
         self.apply(&p.plan, p.header);
     }
 
-    /// Hand over live events `len()..` as one JSON array of event texts.
-    /// Their surface effects were applied when they were appended; this
-    /// records their texts and metas.
-    pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
-        #[derive(Deserialize)]
-        struct Lite<'a> {
-            #[serde(rename = "type", borrow)]
-            ty: std::borrow::Cow<'a, str>,
-            time: f64,
-            #[serde(rename = "surfaceOp")]
-            surface_op: Option<Value>,
+    /// Hand over live events `len()..` as their JSON texts, one per line
+    /// (`JSON.stringify` never writes a raw newline). Their surface effects
+    /// were applied when they were appended; this records texts and metas.
+    pub fn attach_texts(&mut self, lines: &str) -> CoreResult<()> {
+        if lines.is_empty() {
+            return Ok(());
         }
-        let bad = |e: serde_json::Error| {
-            CoreError::InvalidArgument(format!("event texts are not a JSON array of events: {e}"))
-        };
-        let items: Vec<&RawValue> = serde_json::from_str(json_array).map_err(bad)?;
-        let mut records = Vec::with_capacity(items.len());
-        for raw in &items {
-            let lite: Lite = serde_json::from_str(raw.get()).map_err(bad)?;
-            let op = match lite.surface_op {
-                None => None,
-                Some(Value::String(_)) => Some(SurfaceOp::Append),
-                Some(v) => Some(SurfaceOp::Replace {
-                    start: v.get("start").and_then(crate::json::as_seq).unwrap_or(0),
-                    end: v.get("end").and_then(crate::json::as_seq).unwrap_or(0),
-                }),
+        let mut records = Vec::with_capacity(lines.len() / 256 + 1);
+        for line in lines.split('\n') {
+            let meta = match live_meta(line) {
+                Some(meta) => meta,
+                None => parsed_meta(line)?,
             };
-            let meta = EventMeta {
-                kind: Kind::of(&lite.ty),
-                time: lite.time.max(0.0) as u64,
-                op,
-            };
-            records.push((meta, raw.get()));
+            records.push((meta, line));
         }
         for (meta, text) in records {
             self.record(meta, text);
@@ -669,5 +713,63 @@ impl Log {
             log.texts.push(self.texts.get(i).unwrap_or("null"));
         }
         Ok(log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_meta_reads_the_ends_of_js_written_texts() {
+        let m = live_meta(r#"{"type":"turn/start","seq":0,"time":17,"data":{"turn":1}}"#).unwrap();
+        assert_eq!((m.kind, m.time, m.op), (Kind::TurnStart, 17, None));
+        let m = live_meta(r#"{"type":"user/message","seq":1,"time":2,"data":{"x":{"surfaceOp":{"op":"replace","start":9,"end":9}}},"surfaceOp":"append"}"#).unwrap();
+        assert_eq!(m.op, Some(SurfaceOp::Append));
+        let m = live_meta(r#"{"type":"user/message","seq":5,"time":2,"data":{},"sourceEventSeqs":[1,2],"surfaceOp":{"op":"replace","start":1,"end":2}}"#).unwrap();
+        assert_eq!(m.op, Some(SurfaceOp::Replace { start: 1, end: 2 }));
+        // Another key order is parsed instead.
+        assert!(live_meta(r#"{"seq":0,"type":"turn/start","time":1,"data":{}}"#).is_none());
+        let m = parsed_meta(r#"{"seq":0,"type":"turn/start","time":1,"data":{}}"#).unwrap();
+        assert_eq!(m.kind, Kind::TurnStart);
+    }
+
+    #[test]
+    fn from_jsonl_reads_logs_and_names_the_line_of_a_defect() {
+        let header = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+        let e0 = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
+        let e1 = r#"{"type":"user/message","seq":1,"time":1,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
+        let log = Log::from_jsonl(format!("{header}\n{e0}\n{e1}\n\n").as_bytes()).unwrap();
+        assert_eq!((log.len(), log.surface().nodes()), (2, &[1u64][..]));
+        assert_eq!(log.to_jsonl(), format!("{header}\n{e0}\n{e1}\n"));
+        let err = Log::from_jsonl(format!("{header}\n{e0}\n\n{e1}\n").as_bytes()).unwrap_err();
+        assert_eq!((err.line, err.error.code()), (3, "CORRUPT_LOG"));
+        let err = Log::from_jsonl(format!("{header}\n{e1}\n").as_bytes()).unwrap_err();
+        assert_eq!(
+            err.error.to_string(),
+            "seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"
+        );
+        assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn attached_texts_record_metas_for_live_events() {
+        let mut log = Log::new(SessionHeader::minimal("s", 1.0));
+        let p = log
+            .prepare("user/message", 1, Some(r#"{"surfaceOp":"append"}"#), None)
+            .unwrap();
+        log.commit_prepared(p);
+        log.attach_texts(concat!(
+            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
+            "\n",
+            r#"{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#
+        ))
+        .unwrap();
+        assert_eq!(log.len(), 2);
+        assert_eq!(
+            log.derive_json(0),
+            r#"[{"role":"user","content":[{"type":"text","text":"hi"}]}]"#
+        );
+        assert_eq!(log.meta(0).map(|m| m.time), Some(5));
     }
 }

@@ -1,0 +1,12 @@
+// lib/stores.js is re-exported by index.js; its types are declared in index.d.ts.
+export { JsonlSessionStore, SqliteSessionStore } from '../index'
+export type {
+  JsonlSessionStoreOptions,
+  SessionLocation,
+  SessionStore,
+  SqliteJournalMode,
+  SqliteSessionStoreOptions,
+  StoredSession,
+} from '../index'
+/** Internal: hand the stores the session core they work with. */
+export declare function useCore(index: unknown): void

@@ -21,6 +21,8 @@ try {
 } catch {
   failed += 1
 }
+// Errors outside tests (type errors, unhandled rejections) fail the run too.
+if (run.status !== 0 && failed === 0) failed = 1
 const total = passed + failed
 console.log(`\nvitest: ${passed} passed, ${failed} failed; cargo test: ${rustPassed} passed`)
 console.log(`${passed + rustPassed} passed, ${failed} failed`)

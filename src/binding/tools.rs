@@ -1,7 +1,8 @@
 //! The binding of the development checks (SPEC 9) and of the `dsh-session`
 //! command-line tool: reading one stored log by its address, read-only, with
-//! the stores' crash-repair rules (`store::load::repair`), and making that
-//! repair durable for a JSONL file.
+//! the stores' own load code (`store::jsonl::repair_bytes`,
+//! `store::sqlite::read_session`), and making that repair durable for a
+//! JSONL file (`store::jsonl::write_repair`).
 
 use super::session::NativeSession;
 use super::throw;
@@ -9,13 +10,15 @@ use crate::error::{CoreError, CoreResult};
 use crate::invariants::{Trace, Transition};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
-use crate::store::load::{self, Place, Repaired};
+use crate::store::load::Repaired;
+use crate::store::{jsonl, not_found, sqlite};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Result, Task};
 use napi_derive::napi;
+use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::path::Path;
 
 // ---------------------------------------------------------------- invariants
@@ -104,105 +107,24 @@ struct Loaded {
     written: bool,
 }
 
-/// A JSONL file split as the JSONL store splits it (`store/jsonl.rs`): the
-/// header line, then each record's text (`None` when it is not UTF-8 or is
-/// a final line without its newline) and the offset just past it.
-struct Split<'a> {
-    header: SessionHeader,
-    header_end: usize,
-    records: Vec<Option<&'a str>>,
-    ends: Vec<usize>,
-}
-
-/// A record's text: without a trailing `\r`, `None` when not UTF-8.
-fn record_text(line: &[u8]) -> Option<&str> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    std::str::from_utf8(line).ok()
-}
-
-fn split_jsonl(bytes: &[u8]) -> CoreResult<Split<'_>> {
-    let header_less = || CoreError::CorruptLog("empty or header-less session log".into());
-    let newline = |from: usize| {
-        bytes[from..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map(|i| from + i)
-    };
-    let Some(first_end) = newline(0) else {
-        return Err(header_less());
-    };
-    let first = &bytes[..first_end];
-    if first.iter().all(u8::is_ascii_whitespace) {
-        return Err(header_less());
-    }
-    let header = record_text(first)
-        .ok_or_else(|| {
-            CoreError::CorruptLog("corrupt session log: first line is not a session header".into())
-        })
-        .and_then(SessionHeader::from_line)?;
-    let header_end = first_end + 1;
-    let mut records = Vec::new();
-    let mut ends = Vec::new();
-    let mut pos = header_end;
-    while pos < bytes.len() {
-        match newline(pos) {
-            Some(end) => {
-                records.push(record_text(&bytes[pos..end]));
-                pos = end + 1;
-            }
-            None => {
-                records.push(None);
-                pos = bytes.len();
-            }
-        }
-        ends.push(pos);
-    }
-    Ok(Split {
-        header,
-        header_end,
-        records,
-        ends,
-    })
-}
-
-fn io_error(what: &str, path: &Path, e: std::io::Error) -> CoreError {
-    CoreError::Io(format!("{what} \"{}\": {e}", path.display()))
-}
-
-/// Read a JSONL log by path and repair it as a store load would; with
-/// `write`, make the repair durable (truncate to the kept events, append
-/// the closers, fsync), as the JSONL store does on load.
+/// Read a JSONL log by path and repair it as a store load would
+/// (`jsonl::repair_bytes`); with `write`, make the repair durable as the
+/// JSONL store does on load (`jsonl::write_repair`).
 fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
     let mut file = if write {
         OpenOptions::new().read(true).write(true).open(path)
     } else {
         File::open(path)
     }
-    .map_err(|e| io_error("cannot open session log", path, e))?;
+    .map_err(|e| jsonl::io("cannot open session log", path, e))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
-        .map_err(|e| io_error("cannot read session log", path, e))?;
-    let split = split_jsonl(&bytes)?;
-    let id = split.header.id().to_string();
-    let records = split.records.len();
-    let repaired = load::repair(&id, split.header, &split.records, Place::Line)?;
-    let committed = match repaired.preserved {
-        0 => split.header_end,
-        n => split.ends.get(n - 1).copied().unwrap_or(bytes.len()),
-    } as u64;
-    let mut written = false;
-    if write && repaired.needs_write() {
-        let mut closers = String::new();
-        for c in repaired.closers() {
-            closers.push_str(c);
-            closers.push('\n');
-        }
-        file.set_len(committed)
-            .and_then(|()| file.seek(SeekFrom::Start(committed)))
-            .and_then(|_| file.write_all(closers.as_bytes()))
-            .and_then(|()| file.sync_data())
-            .map_err(|e| io_error("cannot repair session log", path, e))?;
-        written = true;
+        .map_err(|e| jsonl::io("cannot read session log", path, e))?;
+    let (repaired, committed, records) = jsonl::repair_bytes(&bytes, None)?;
+    let written = write && repaired.needs_write();
+    if written {
+        jsonl::write_repair(&file, committed, &repaired)
+            .map_err(|e| jsonl::io("cannot repair session log", path, e))?;
     }
     Ok(Loaded {
         repaired,
@@ -213,124 +135,27 @@ fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
     })
 }
 
-/// A JSON value of a SQLite column.
-fn sql_json(v: rusqlite::types::Value) -> Value {
-    use rusqlite::types::Value as V;
-    match v {
-        V::Null | V::Blob(_) => Value::Null,
-        V::Integer(i) => Value::from(i),
-        V::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        V::Text(s) => Value::String(s),
-    }
-}
-
-/// One JSON value from a TEXT column, on one line (as the SQLite store reads it).
-fn sql_json_text(v: &rusqlite::types::Value) -> Option<String> {
-    let rusqlite::types::Value::Text(s) = v else {
-        return None;
-    };
-    let raw: &serde_json::value::RawValue = serde_json::from_str(s).ok()?;
-    Some(crate::store::one_line(raw.get()).into_owned())
-}
-
 /// A SQLite database opened read-only, its schema version checked; `None`
 /// for a database no store has written (schema version 0: no sessions).
-fn open_sqlite(path: &str) -> CoreResult<Option<rusqlite::Connection>> {
-    use rusqlite::{Connection, OpenFlags};
+/// Nothing here stamps a schema or creates a table.
+fn open_sqlite(path: &str) -> CoreResult<Option<Connection>> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| sqlite_error(path, e))?;
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(|e| sqlite_error(path, e))?;
-    let schema = crate::store::sqlite::SCHEMA_VERSION;
-    if version == 0 {
-        return Ok(None);
-    }
-    if version != schema {
-        return Err(CoreError::UnsupportedVersion(format!(
-            "session database at \"{path}\" has schema version {version}, incompatible with this build ({schema})"
-        )));
-    }
-    Ok(Some(conn))
-}
-
-fn sqlite_error(path: &str, e: rusqlite::Error) -> CoreError {
-    CoreError::Sqlite(format!("session database at \"{path}\": {e}"))
-}
-
-/// The header of a `sessions` row (`version, created_at, cwd,
-/// parent_session, seed_length`), checked as a JSONL header line is.
-fn sqlite_header(id: &str, row: [rusqlite::types::Value; 5]) -> CoreResult<SessionHeader> {
-    let [version, created_at, cwd, parent, seed_length] = row;
-    let mut record = serde_json::Map::new();
-    record.insert("type".into(), Value::from("session"));
-    record.insert("version".into(), sql_json(version));
-    record.insert("id".into(), Value::from(id));
-    record.insert("createdAt".into(), sql_json(created_at));
-    for (key, v) in [
-        ("cwd", cwd),
-        ("parentSession", parent),
-        ("seedLength", seed_length),
-    ] {
-        if !matches!(v, rusqlite::types::Value::Null) {
-            record.insert(key.into(), sql_json(v));
-        }
-    }
-    SessionHeader::from_line(&Value::Object(record).to_string())
+    .map_err(|e| sqlite::sql_err(path, e))?;
+    Ok((sqlite::schema_version(&conn, path)? != 0).then_some(conn))
 }
 
 /// Read one session of a SQLite database without writing to it, and repair
-/// it in memory as the SQLite store's load would (`store/sqlite.rs` reads
-/// the same columns the same way).
+/// it in memory as the SQLite store's load does (`sqlite::read_session`).
 fn load_sqlite(path: &str, id: &str) -> CoreResult<Loaded> {
-    use rusqlite::types::Value as V;
-    let err = |e: rusqlite::Error| sqlite_error(path, e);
-    let Some(conn) = open_sqlite(path)? else {
-        return Err(crate::store::not_found(id));
-    };
-    let row: Option<[V; 5]> = conn
-        .query_row(
-            "SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?1",
-            [id],
-            |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]),
-        )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(err(e)),
-        })?;
-    let Some(row) = row else {
-        return Err(crate::store::not_found(id));
-    };
-    let header = sqlite_header(id, row)?;
-    let mut stmt = conn
-        .prepare(
-            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
-             WHERE session_id = ?1 ORDER BY seq",
-        )
-        .map_err(err)?;
-    let texts: Vec<Option<String>> = stmt
-        .query_map([id], |r| {
-            let cols: [V; 6] = [
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ];
-            Ok(row_text(&cols))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<_>>())
-        .map_err(err)?;
-    let records: Vec<Option<&str>> = texts.iter().map(Option::as_deref).collect();
-    let repaired = load::repair(id, header, &records, Place::Row)?;
+    let conn = open_sqlite(path)?.ok_or_else(|| not_found(id))?;
+    let (repaired, records) =
+        sqlite::read_session(&conn, path, id)?.ok_or_else(|| not_found(id))?;
     Ok(Loaded {
         repaired,
-        records: records.len(),
+        records,
         file_bytes: None,
         committed_bytes: None,
         written: false,
@@ -339,68 +164,20 @@ fn load_sqlite(path: &str, id: &str) -> CoreResult<Loaded> {
 
 /// The headers of a SQLite database's sessions, read-only, ordered as the
 /// store lists them (`createdAt`, then id); rows that are not v0 headers
-/// are left out, as the store does.
+/// are left out, as the store does (`sqlite::list_headers`).
 fn list_sqlite(path: &str) -> CoreResult<String> {
-    use rusqlite::types::Value as V;
-    let err = |e: rusqlite::Error| sqlite_error(path, e);
     let Some(conn) = open_sqlite(path)? else {
         return Ok("[]".into());
     };
-    let mut stmt = conn
-        .prepare("SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions ORDER BY created_at, id")
-        .map_err(err)?;
-    let rows: Vec<[V; 6]> = stmt
-        .query_map([], |r| {
-            Ok([
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ])
-        })
-        .and_then(|rows| rows.collect())
-        .map_err(err)?;
-    let headers: Vec<String> = rows
-        .into_iter()
-        .filter_map(|[id, version, created_at, cwd, parent, seed]| {
-            let V::Text(id) = id else {
-                return None;
-            };
-            sqlite_header(&id, [version, created_at, cwd, parent, seed])
-                .ok()
-                .map(|h| h.json())
-        })
-        .collect();
+    let mut headers = sqlite::list_headers(&conn, path)?;
+    let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+    headers.sort_by(|a, b| {
+        created(a)
+            .total_cmp(&created(b))
+            .then_with(|| a.id().cmp(b.id()))
+    });
+    let headers: Vec<String> = headers.iter().map(SessionHeader::json).collect();
     Ok(format!("[{}]", headers.join(",")))
-}
-
-/// The event text of an `events` row, or `None` when its columns do not form one.
-fn row_text(row: &[rusqlite::types::Value; 6]) -> Option<String> {
-    use rusqlite::types::Value as V;
-    let non_negative = |v: &V| match v {
-        V::Integer(i) => u64::try_from(*i).ok(),
-        _ => None,
-    };
-    let [seq, ty, time, data, sources, op] = row;
-    let (Some(seq), Some(time), V::Text(ty)) = (non_negative(seq), non_negative(time), ty) else {
-        return None;
-    };
-    let data = sql_json_text(data)?;
-    let optional = |v: &V| match v {
-        V::Null => Some(None),
-        v => sql_json_text(v).map(Some),
-    };
-    let (sources, op) = (optional(sources)?, optional(op)?);
-    Some(crate::event::event_text(
-        ty,
-        seq,
-        time,
-        &data,
-        sources.as_deref(),
-        op.as_deref(),
-    ))
 }
 
 /// A log read by the CLI: the repair plan, and the log as stored (kept
@@ -574,26 +351,4 @@ impl Task for ListTask {
 #[napi(js_name = "listSqliteSessions", ts_return_type = "Promise<string>")]
 pub fn list_sqlite_sessions(path: String) -> AsyncTask<ListTask> {
     AsyncTask::new(ListTask { path })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_as_the_jsonl_store_does() {
-        let text =
-            b"{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\nA\r\n\xff\nB";
-        let s = split_jsonl(text).unwrap();
-        assert_eq!(s.records, vec![Some("A"), None, None]);
-        assert_eq!(s.ends, vec![s.header_end + 3, s.header_end + 5, text.len()]);
-        assert_eq!(
-            split_jsonl(b"").err().map(|e| e.to_string()).as_deref(),
-            Some("empty or header-less session log")
-        );
-        assert_eq!(
-            split_jsonl(b"{}\n").err().map(|e| e.to_string()).as_deref(),
-            Some("corrupt session log: first line is not a session header")
-        );
-    }
 }

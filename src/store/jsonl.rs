@@ -30,7 +30,7 @@ pub struct JsonlHandle {
     len: u64,
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
+pub(crate) fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
     CoreError::Io(format!("{what} \"{}\": {e}", path.display()))
 }
 
@@ -198,12 +198,14 @@ fn read_whole(bytes: &[u8]) -> Option<Log> {
 }
 
 /// Repair-load a JSONL log (SPEC 11) of session `id` (by default the id its
-/// header names): the repaired log, and the byte length of the kept part
-/// the repair truncates the file to.
-pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64)> {
+/// header names): the repaired log, the byte length of the kept part the
+/// repair truncates the file to, and how many event records the file holds
+/// (a torn tail included).
+pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
     if let Some(log) = read_whole(bytes) {
         let id = id.unwrap_or(log.header().id()).to_string();
-        return Ok((load::complete(&id, log)?, bytes.len() as u64));
+        let records = log.len();
+        return Ok((load::complete(&id, log)?, bytes.len() as u64, records));
     }
     let Split {
         header,
@@ -217,7 +219,7 @@ pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64
         0 => header_end,
         n => ends[n - 1],
     };
-    Ok((repaired, committed as u64))
+    Ok((repaired, committed as u64, records.len()))
 }
 
 /// Make a repair durable: truncate `file` to `committed` bytes, append the
@@ -352,7 +354,7 @@ impl Backend for JsonlBackend {
             return Ok(None);
         };
         let bytes = fs::read(&path).map_err(|e| io("cannot read session log", &path, e))?;
-        let (repaired, committed) = repair_bytes(&bytes, Some(&key.id))?;
+        let (repaired, committed, _) = repair_bytes(&bytes, Some(&key.id))?;
         let mut len = bytes.len() as u64;
         let mut file = None;
         if repaired.needs_write() {
@@ -502,10 +504,14 @@ mod tests {
             b"{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\nA\r\n\xff\nB";
         let p = split(text).unwrap();
         assert_eq!(p.records, vec![Some("A"), None, None]);
-        assert_eq!(p.ends.last().copied(), Some(text.len()));
+        assert_eq!(p.ends, vec![p.header_end + 3, p.header_end + 5, text.len()]);
         assert_eq!(
             split(b"").err().map(|e| e.to_string()).as_deref(),
             Some("empty or header-less session log")
+        );
+        assert_eq!(
+            split(b"{}\n").err().map(|e| e.to_string()).as_deref(),
+            Some("corrupt session log: first line is not a session header")
         );
     }
 }

@@ -214,7 +214,7 @@ fn owned_row<const N: usize>(row: &rusqlite::Row<'_>) -> rusqlite::Result<[SqlVa
     Ok(out)
 }
 
-fn sql_err(path: &str, e: rusqlite::Error) -> CoreError {
+pub(crate) fn sql_err(path: &str, e: rusqlite::Error) -> CoreError {
     CoreError::Sqlite(format!("session database at \"{path}\": {e}"))
 }
 
@@ -244,8 +244,13 @@ fn header_row(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<[Sql
 }
 
 /// Read session `id` of the database at `path` and repair it in memory
-/// (SPEC 11); `None` when it has no `sessions` row. Writes nothing.
-pub fn read_session(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<Repaired>> {
+/// (SPEC 11), with how many event rows it has (a torn tail included);
+/// `None` when it has no `sessions` row. Writes nothing.
+pub fn read_session(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+) -> CoreResult<Option<(Repaired, usize)>> {
     let Some(row) = header_row(conn, path, id)? else {
         return Ok(None);
     };
@@ -287,7 +292,30 @@ pub fn read_session(conn: &Connection, path: &str, id: &str) -> CoreResult<Optio
             load::repair(id, header, &records, Place::Row)?
         }
     };
-    Ok(Some(repaired))
+    Ok(Some((repaired, spans.len())))
+}
+
+/// The headers of the database's `sessions` rows, unordered; a row that is
+/// not a v0 header is left out (load says why). Writes nothing.
+pub(crate) fn list_headers(conn: &Connection, path: &str) -> CoreResult<Vec<SessionHeader>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions",
+        )
+        .map_err(|e| sql_err(path, e))?;
+    let rows: Vec<[SqlValue; 6]> = stmt
+        .query_map([], owned_row::<6>)
+        .and_then(|rows| rows.collect())
+        .map_err(|e| sql_err(path, e))?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|[id, version, created_at, cwd, parent, seed]| {
+            let SqlValue::Text(id) = id else {
+                return None;
+            };
+            header_of(&id, [version, created_at, cwd, parent, seed]).ok()
+        })
+        .collect())
 }
 
 impl SqliteBackend {
@@ -386,7 +414,7 @@ impl Backend for SqliteBackend {
         let id = key.id.as_str();
         // One immediate transaction: the rows read are the rows repaired.
         self.write(|tx| {
-            let Some(repaired) = read_session(tx, &self.path, id)? else {
+            let Some((repaired, _)) = read_session(tx, &self.path, id)? else {
                 return Ok(None);
             };
             if repaired.torn {
@@ -444,24 +472,8 @@ impl Backend for SqliteBackend {
 
     fn list(&self) -> CoreResult<Vec<Listed>> {
         self.with(|conn| {
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions",
-                )
-                .map_err(|e| self.err(e))?;
-            let rows: Vec<[SqlValue; 6]> = stmt
-                .query_map([], owned_row::<6>)
-                .and_then(|rows| rows.collect())
-                .map_err(|e| self.err(e))?;
-            Ok(rows
+            Ok(list_headers(conn, &self.path)?
                 .into_iter()
-                .filter_map(|[id, version, created_at, cwd, parent, seed]| {
-                    let SqlValue::Text(id) = id else {
-                        return None;
-                    };
-                    // A row that is not a v0 header is not listed (load says why).
-                    header_of(&id, [version, created_at, cwd, parent, seed]).ok()
-                })
                 .map(|header| Listed { file: None, header })
                 .collect())
         })

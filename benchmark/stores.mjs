@@ -67,6 +67,8 @@ async function flushTurns(make, onWindow = () => {}) {
   let written = 0
   for (const [from, to] of turns) {
     appendOps(session, from, to)
+    // Let the timer catch up on the app's own appends: the window is the flush alone.
+    await new Promise((resolve) => setImmediate(resolve))
     const t0 = performance.now()
     written += await store.flush(session)
     const t1 = performance.now()
@@ -89,7 +91,7 @@ if (PAUSES) {
   }).observe({ entryTypes: ['gc'] })
   const ticks = []
   const timer = setInterval(() => ticks.push(performance.now()), 1)
-  const windows = { openJsonl: [], openSqlite: [], flushJsonl: [], flushSqlite: [], bigJsonl: [], bigSqlite: [] }
+  const windows = { openJsonl: [], openSqlite: [], flushJsonl: [], flushSqlite: [], flushFs: [], bigJsonl: [], bigSqlite: [] }
   const track = (name) => (t0, t1) => windows[name].push([t0, t1])
   for (const [name, make] of [['openJsonl', jsonlMake], ['openSqlite', sqliteMake]]) {
     const store = make(dir)
@@ -103,6 +105,22 @@ if (PAUSES) {
   }
   await flushTurns(jsonlMake, track('flushJsonl'))
   await flushTurns(sqliteMake, track('flushSqlite'))
+  {
+    // The same turns written by plain Node off the main thread (fs.promises
+    // write + sync per batch): what the machine itself adds to a pause.
+    const fsDir = tmp('fsp')
+    const fh = await fs.promises.open(path.join(fsDir, 'log.jsonl'), 'a')
+    const evs = toEvents(ops)
+    for (const [from, to] of turns) {
+      await new Promise((resolve) => setImmediate(resolve))
+      const t0 = performance.now()
+      await fh.write(`${evs.slice(from, to).map((e) => JSON.stringify(e)).join('\n')}\n`)
+      await fh.sync()
+      track('flushFs')(t0, performance.now())
+    }
+    await fh.close()
+    fs.rmSync(fsDir, { recursive: true, force: true })
+  }
   for (const [name, make] of [['bigJsonl', jsonlMake], ['bigSqlite', sqliteMake]]) {
     const flushDir = tmp('big')
     const store = make(flushDir)
@@ -286,6 +304,7 @@ for (const [name, what] of [
   ['openSqlite', 'open, SQLite'],
   ['flushJsonl', `flush ${N} events turn by turn, JSONL`],
   ['flushSqlite', `flush ${N} events turn by turn, SQLite`],
+  ['flushFs', `baseline: plain Node fs.promises write + sync per turn`],
   ['bigJsonl', `flush ${N} events in one call, JSONL`],
   ['bigSqlite', `flush ${N} events in one call, SQLite`],
 ]) {

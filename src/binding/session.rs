@@ -99,13 +99,7 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        if self.prepared.is_some() {
-            return Err(throw(&env, reentrant()));
-        }
-        let p = self
-            .log
-            .prepare(&ty, seq as u64, surface_meta.as_deref(), data.as_deref())
-            .map_err(|e| throw(&env, e))?;
+        let p = self.validate(&env, &ty, seq, surface_meta, data)?;
         let effect = p.surface_effect();
         self.log.commit_prepared(p);
         Ok(effect)
@@ -122,13 +116,7 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        if self.prepared.is_some() {
-            return Err(throw(&env, reentrant()));
-        }
-        let p = self
-            .log
-            .prepare(&ty, seq as u64, surface_meta.as_deref(), data.as_deref())
-            .map_err(|e| throw(&env, e))?;
+        let p = self.validate(&env, &ty, seq, surface_meta, data)?;
         let effect = p.surface_effect();
         self.prepared = Some(p);
         Ok(effect)
@@ -242,6 +230,25 @@ impl NativeSession {
             log,
             prepared: None,
         })
+    }
+}
+
+impl NativeSession {
+    /// The checks `append` and `prepare` share; nothing is held or changed.
+    fn validate(
+        &self,
+        env: &Env,
+        ty: &str,
+        seq: f64,
+        surface_meta: Option<String>,
+        data: Option<String>,
+    ) -> Result<Prepared> {
+        if self.prepared.is_some() {
+            return Err(throw(env, reentrant()));
+        }
+        self.log
+            .prepare(ty, seq as u64, surface_meta.as_deref(), data.as_deref())
+            .map_err(|e| throw(env, e))
     }
 }
 

@@ -327,11 +327,9 @@ class Session {
   /** Hand every pending event's text to the native log. */
   #sync() {
     if (this.#synced < this.#seq) {
-      const objs = this.#objs
-      const texts = new Array(this.#seq - this.#synced)
-      for (let i = this.#synced - this.#objsFrom, k = 0; i < objs.length; i++, k++) texts[k] = JSON.stringify(objs[i])
-      // One text per line: JSON.stringify never writes a raw newline.
-      this.#native.attachTexts(texts.join('\n'))
+      const pending = this.#objs.slice(this.#synced - this.#objsFrom)
+      // One stringify of the whole batch, handed over as UTF-8 bytes.
+      this.#native.attachTexts(Buffer.from(JSON.stringify(pending), 'utf8'))
       this.#synced = this.#seq
     }
   }

@@ -47,6 +47,11 @@ impl Texts {
         self.buf.push_str(text);
         self.spans.push((start, self.buf.len()));
     }
+    /// Room for `bytes` more text and `count` more events.
+    fn reserve(&mut self, bytes: usize, count: usize) {
+        self.buf.reserve(bytes);
+        self.spans.reserve(count);
+    }
     /// Take a whole log text as the buffer (before any push).
     fn adopt_buffer(&mut self, text: &str) {
         self.buf = text.to_string();
@@ -519,20 +524,20 @@ impl Log {
         self.apply(&p.plan, p.header);
     }
 
-    /// Hand over live events `len()..` as their JSON texts, one per line
-    /// (`JSON.stringify` never writes a raw newline). Their surface effects
+    /// Hand over live events `len()..` as one JSON array text (what
+    /// `JSON.stringify` of the pending events writes). Their surface effects
     /// were applied when they were appended; this records texts and metas.
-    pub fn attach_texts(&mut self, lines: &str) -> CoreResult<()> {
-        if lines.is_empty() {
-            return Ok(());
-        }
-        let mut records = Vec::with_capacity(lines.len() / 256 + 1);
-        for line in lines.split('\n') {
-            let meta = match live_meta(line) {
+    pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
+        let items = crate::scan::split_array(json_array)
+            .map_err(|_| CoreError::InvalidArgument("event texts are not one JSON array".into()))?;
+        let mut records = Vec::with_capacity(items.len());
+        self.texts.reserve(json_array.len(), items.len());
+        for text in items {
+            let meta = match live_meta(text) {
                 Some(meta) => meta,
-                None => parsed_meta(line)?,
+                None => parsed_meta(text)?,
             };
-            records.push((meta, line));
+            records.push((meta, text));
         }
         for (meta, text) in records {
             self.record(meta, text);
@@ -760,9 +765,11 @@ mod tests {
             .unwrap();
         log.commit_prepared(p);
         log.attach_texts(concat!(
+            "[",
             r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
-            "\n",
-            r#"{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#
+            ",",
+            r#"{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
+            "]"
         ))
         .unwrap();
         assert_eq!(log.len(), 2);

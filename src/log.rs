@@ -65,6 +65,16 @@ impl Texts {
     }
 }
 
+/// Let the JS thread win a core over this helper thread: it only uses what
+/// is idle (on Linux a thread's nice value is its own).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority has no memory effects; who = 0 is this thread on Linux.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
 /// Byte ranges of each line of `text` (without `\n` or a trailing `\r`).
 fn line_spans(text: &str) -> Vec<(usize, usize)> {
     let base = text.as_ptr() as usize;
@@ -434,7 +444,10 @@ impl Log {
         let reads = if events.len() >= PARALLEL_MIN_LINES {
             let mid = events.len() / 2;
             std::thread::scope(|scope| {
-                let second = scope.spawn(|| read_all(mid, &events[mid..]));
+                let second = scope.spawn(|| {
+                    lower_priority();
+                    read_all(mid, &events[mid..])
+                });
                 let mut first = read_all(0, &events[..mid]);
                 match second.join() {
                     Ok(rest) => {
@@ -602,7 +615,10 @@ impl Log {
         let parts = if nodes.len() >= PARALLEL_MIN_NODES {
             let (a, b) = nodes.split_at(nodes.len() / 2);
             std::thread::scope(|scope| {
-                let second = scope.spawn(|| derive_part(b));
+                let second = scope.spawn(|| {
+                    lower_priority();
+                    derive_part(b)
+                });
                 let first = derive_part(a);
                 let second = second.join().unwrap_or_else(|_| derive_part(b));
                 [first, second]

@@ -6,7 +6,7 @@ import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { expect } from 'vitest'
+import { expect, afterAll } from 'vitest'
 
 export const ROOT = path.resolve(__dirname, '..')
 export const BIN = path.join(ROOT, 'bin', 'dsh-session.js')
@@ -48,9 +48,17 @@ export function expectOneLineError(run: Run, ...fragments: string[]): void {
   for (const f of fragments) expect(lines[0]).toContain(f)
 }
 
-/** A fresh directory under the OS temp dir. */
+const created: string[] = []
+// Every test file that imports these helpers removes its directories when it ends.
+afterAll(() => {
+  for (const dir of created.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** A fresh directory under the OS temp dir, removed after the test file. */
 export function tempDir(label: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `dsh-cli-${label}-`))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `dsh-cli-${label}-`))
+  created.push(dir)
+  return dir
 }
 
 export type AnyEvent = { type: string; seq: number; time: number; data: unknown; surfaceOp?: unknown; sourceEventSeqs?: unknown }

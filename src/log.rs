@@ -95,6 +95,14 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
+/// The header a `request/header` payload carries (the fold's input).
+fn header_payload(kind: Kind, data: Option<&str>) -> Option<Value> {
+    if kind != Kind::RequestHeader {
+        return None;
+    }
+    serde_json::from_str::<HeaderEventData>(data?).ok()?.header
+}
+
 /// The meta of an event text the JS side wrote (`{"type":..,"seq":..,
 /// "time":..,"data":..,"sourceEventSeqs"?:..,"surfaceOp"?:..}`), read from
 /// its ends without parsing the payload; `None` when the text is not in that
@@ -350,13 +358,7 @@ impl Log {
             .map_err(|err| {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
             })?;
-        let header = if e.kind == Kind::RequestHeader {
-            serde_json::from_str::<HeaderEventData>(e.data)
-                .ok()
-                .and_then(|d| d.header)
-        } else {
-            None
-        };
+        let header = header_payload(e.kind, Some(e.data));
         let meta = EventMeta {
             kind: e.kind,
             time: e.time,
@@ -522,12 +524,7 @@ impl Log {
             surface_op: meta.surface_op.as_ref(),
             source_event_seqs: meta.source_event_seqs.as_ref(),
         })?;
-        let header = if kind == Kind::RequestHeader {
-            data.and_then(|d| serde_json::from_str::<HeaderEventData>(d).ok())
-                .and_then(|d| d.header)
-        } else {
-            None
-        };
+        let header = header_payload(kind, data);
         Ok(Prepared { plan, header })
     }
 
@@ -658,17 +655,11 @@ impl Log {
         let texts = &self.texts;
         let metas = &self.metas;
         closers((from..texts.len()).filter_map(|i| {
-            #[derive(Deserialize)]
-            struct DataOnly<'a> {
-                #[serde(borrow)]
-                data: &'a RawValue,
-            }
-            let d: DataOnly = serde_json::from_str(texts.get(i)?).ok()?;
             Some(ScanEvent {
                 kind: metas[i].kind,
                 seq: i as u64,
                 time: metas[i].time,
-                data: d.data.get(),
+                data: self.data_of(i)?,
             })
         }))
     }
@@ -716,22 +707,9 @@ impl Log {
         }
         for i in 0..=end {
             let meta = self.metas[i];
-            log.surface.replay(i as u64, meta.op)?;
-            if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
-                log.last_boundary = Some(i);
-            }
-            if meta.kind == Kind::RequestHeader {
-                if let Some(h) = self
-                    .data_of(i)
-                    .and_then(|d| serde_json::from_str::<HeaderEventData>(d).ok())
-                    .and_then(|d| d.header)
-                {
-                    log.request_header = Some(canonical_header(&h));
-                    log.request_header_generation += 1;
-                }
-            }
-            log.metas.push(meta);
-            log.texts.push(self.texts.get(i).unwrap_or("null"));
+            let plan = log.surface.replay_plan(i as u64, meta.op)?;
+            log.apply(&plan, header_payload(meta.kind, self.data_of(i)));
+            log.record(meta, self.texts.get(i).unwrap_or("null"));
         }
         Ok(log)
     }

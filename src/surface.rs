@@ -190,13 +190,12 @@ impl Surface {
                 Ok(Plan::Append { seq: c.seq })
             }
             Some(SurfaceOp::Replace { start, end }) => {
-                let position = |s: u64| self.nodes.iter().position(|&n| n == s);
-                let start_idx = position(start).ok_or_else(|| {
+                let start_idx = self.position(start).ok_or_else(|| {
                     CoreError::Surface(format!(
                         "surface replace: start seq {start} not found in surface"
                     ))
                 })?;
-                let end_idx = position(end).ok_or_else(|| {
+                let end_idx = self.position(end).ok_or_else(|| {
                     CoreError::Surface(format!(
                         "surface replace: end seq {end} not found in surface"
                     ))
@@ -246,31 +245,31 @@ impl Surface {
         }
     }
 
-    /// Re-apply an already validated op (forks and reloads of a valid log).
-    pub fn replay(&mut self, seq: u64, op: Option<SurfaceOp>) -> CoreResult<()> {
-        let plan = match op {
-            None => Plan::Untouched,
-            Some(SurfaceOp::Append) => Plan::Append { seq },
+    /// The plan of an already validated op (a fork copying a valid log).
+    pub fn replay_plan(&self, seq: u64, op: Option<SurfaceOp>) -> CoreResult<Plan> {
+        match op {
+            None => Ok(Plan::Untouched),
+            Some(SurfaceOp::Append) => Ok(Plan::Append { seq }),
             Some(SurfaceOp::Replace { start, end }) => {
-                let position = |s: u64| self.nodes.iter().position(|&n| n == s);
-                match (position(start), position(end)) {
-                    (Some(start_idx), Some(end_idx)) if start_idx <= end_idx => Plan::Replace {
+                match (self.position(start), self.position(end)) {
+                    (Some(start_idx), Some(end_idx)) if start_idx <= end_idx => Ok(Plan::Replace {
                         seq,
                         start,
                         end,
                         start_idx,
                         end_idx,
-                    },
-                    _ => {
-                        return Err(CoreError::Surface(format!(
-                            "surface replace: range {start}..{end} not found in surface"
-                        )))
-                    }
+                    }),
+                    _ => Err(CoreError::Surface(format!(
+                        "surface replace: range {start}..{end} not found in surface"
+                    ))),
                 }
             }
-        };
-        self.apply(&plan);
-        Ok(())
+        }
+    }
+
+    /// Where `seq` is on the surface.
+    fn position(&self, seq: u64) -> Option<usize> {
+        self.nodes.iter().position(|&n| n == seq)
     }
 }
 

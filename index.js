@@ -227,9 +227,12 @@ class Session {
     let headerObj
     let headerJson = null
     if (header !== undefined) {
-      if (seedJson !== null) NativeSession.create(id, seedJson, null, now)
       headerObj = snapshot(header, true)
-      if (headerObj === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      if (headerObj === FAIL) {
+        // The seed is checked first: its error wins over the header's.
+        if (seedJson !== null) NativeSession.create(id, seedJson, null, now)
+        throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      }
       headerJson = JSON.stringify(headerObj)
     }
     const native = NativeSession.create(id, seedJson, headerJson, now)

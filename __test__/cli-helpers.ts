@@ -61,7 +61,8 @@ export function tempDir(label: string): string {
   return dir
 }
 
-export type AnyEvent = { type: string; seq: number; time: number; data: unknown; surfaceOp?: unknown; sourceEventSeqs?: unknown }
+export type { RawEvent as AnyEvent } from './spec-helpers.js'
+import type { RawEvent as AnyEvent } from './spec-helpers.js'
 
 /** Header and events of a JSONL log. */
 export function readJsonl(file: string): { header: Record<string, unknown>; events: AnyEvent[] } {

@@ -20,14 +20,9 @@ export type JsonlSessionStore = import('../../lib/stores.js').JsonlSessionStore
 export type SqliteSessionStore = import('../../lib/stores.js').SqliteSessionStore
 export type { SessionStore }
 
-export type AnyEvent = {
-  type: string
-  seq: number
-  time: number
-  data: unknown
-  surfaceOp?: unknown
-  sourceEventSeqs?: unknown
-}
+/** A raw event record (one definition for every test helper). */
+export type { RawEvent as AnyEvent } from '../spec-helpers.js'
+import type { RawEvent as AnyEvent } from '../spec-helpers.js'
 
 /** A fresh directory under the OS temp dir. */
 export function tempDir(label: string): string {

@@ -327,14 +327,26 @@ class Session {
     return this.#eventsCache
   }
 
+  /**
+   * The texts of the events not handed to the native log yet, as one JSON
+   * array in UTF-8 (one stringify of the whole batch), or null when none.
+   */
+  #pending() {
+    if (this.#synced >= this.#seq) return null
+    const events = this.#objs.slice(this.#synced - this.#objsFrom)
+    return { from: this.#synced, to: this.#seq, bytes: Buffer.from(JSON.stringify(events), 'utf8') }
+  }
+
+  /** Hand `pending` (from `#pending`) to the native log, unless it already has it. */
+  #attach(pending) {
+    if (pending === null || this.#synced !== pending.from) return
+    this.#native.attachTexts(pending.bytes)
+    this.#synced = pending.to
+  }
+
   /** Hand every pending event's text to the native log. */
   #sync() {
-    if (this.#synced < this.#seq) {
-      const pending = this.#objs.slice(this.#synced - this.#objsFrom)
-      // One stringify of the whole batch, handed over as UTF-8 bytes.
-      this.#native.attachTexts(Buffer.from(JSON.stringify(pending), 'utf8'))
-      this.#synced = this.#seq
-    }
+    this.#attach(this.#pending())
   }
 
   append(type, data, opts) {
@@ -518,8 +530,15 @@ class Session {
     return session.#native
   }
 
+  /** The native log and the texts it does not hold yet (a store flush). */
+  static #unsynced(session) {
+    return { native: session.#native, pending: session.#pending() }
+  }
+
   static {
     internal.syncedNative = (session) => Session.#syncedNative(session)
+    internal.unsynced = (session) => Session.#unsynced(session)
+    internal.attachPending = (session, pending) => session.#attach(pending)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
   }
 }

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { Worker } from 'node:worker_threads'
+import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
   asEvents,
@@ -284,6 +285,59 @@ for (const { kind, make } of STORES) {
       expect(await store.flush(session)).toBe(events.length)
       expect((await reopen().load('big')).events).toEqual(events)
     })
+
+    it('stores exactly the session\'s events however its texts reached the native log (property)', async () => {
+      // Each step appends turns (some with a payload over the 1 MB staging
+      // step), may derive (handing texts to the native log), then flushes,
+      // awaited or not: later steps run while an earlier flush is staged or
+      // written. Whatever mix of handed-over and pending texts a flush sees,
+      // the stored log is the session's log.
+      const step = fc.record({
+        turns: fc.integer({ min: 0, max: 2 }),
+        big: fc.boolean(),
+        derive: fc.boolean(),
+        after: fc.boolean(),
+        wait: fc.boolean(),
+      })
+      let run = 0
+      await fc.assert(
+        fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 5 }), async (steps) => {
+          const id = `p${run++}`
+          const { store, reopen } = setup(make, `${kind}-flush-prop`)
+          const session = new Session(id, [], header(id))
+          const inflight: Promise<number>[] = []
+          let turn = 0
+          const appendTurn = (text?: string) => {
+            turn += 1
+            for (const e of turnBatches(turn, session.seq, text ?? `question ${turn}`).flat()) {
+              const opts = e.surfaceOp === undefined ? undefined : { surfaceOp: e.surfaceOp, sourceEventSeqs: e.sourceEventSeqs }
+              ;(session.append as (...a: unknown[]) => unknown)(e.type, e.data, ...(opts === undefined ? [] : [opts]))
+            }
+          }
+          for (const s of steps) {
+            if (s.big) appendTurn('x'.repeat(1_200_000))
+            for (let t = 0; t < s.turns; t++) appendTurn()
+            if (s.derive) session.deriveMessages()
+            // Handed-over texts over a staging step, then pending ones.
+            if (s.after) appendTurn()
+            const flushed = store.flush(session)
+            if (s.wait) await flushed
+            else inflight.push(flushed)
+          }
+          const counts = await Promise.all(inflight)
+          expect(counts.every((n) => n >= 0)).toBe(true)
+          await store.flush(session)
+          if (session.seq === 0) {
+            // Nothing to store: the log is never created.
+            expect(await reopen().list()).toEqual([])
+            return
+          }
+          const loaded = await reopen().load(id)
+          expect(loaded.events).toEqual(session.events)
+        }),
+        { numRuns: 12 },
+      )
+    }, 120_000)
 
     it('rejects a live session whose id has another stored history', async () => {
       const { store, reopen } = setup(make, `${kind}-collide`)

@@ -194,11 +194,26 @@ class SessionStoreBase {
       const id = session.id
       const file = this.#file(id)
       return this.#chain(id, async () => {
-        const native = internal.syncedNative(session)
-        const staged = this.#native.stage(native, id)
-        // Copy the texts in bounded steps so the event loop keeps running.
-        while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
-        return this.#native.flush(staged, id, file)
+        const { native, pending } = internal.unsynced(session)
+        const staged = this.#native.stage(native, id, pending?.bytes)
+        if (staged.more(native, STAGE_CHUNK_BYTES)) {
+          // A long copy yields to the event loop (in bounded steps): the
+          // session takes its pending texts first, so nothing runs between.
+          internal.attachPending(session, pending)
+          while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
+          return this.#native.flush(staged, id, file)
+        }
+        const written = this.#native.flush(staged, id, file)
+        // The session takes its pending texts while the pool writes them.
+        // The pool checks the texts as the session does: if the session
+        // refuses them, the write fails the same way.
+        try {
+          internal.attachPending(session, pending)
+        } catch (error) {
+          written.catch(noop)
+          throw error
+        }
+        return written
       })
     })
   }

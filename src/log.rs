@@ -24,12 +24,22 @@ enum TextRef<'a> {
     Span(usize, usize),
 }
 
-/// Every event's JSON text in one buffer (no allocation per event).
+/// Every event's JSON text, in a few large buffers (no allocation per
+/// event). A buffer is never reallocated once texts live in it: appending
+/// to a long session never copies what it already holds, so a live append
+/// costs the same at event 10 and at event 1,000,000.
 #[derive(Debug, Clone, Default)]
 pub struct Texts {
-    buf: String,
+    /// The buffers; only the last one takes more text.
+    chunks: Vec<String>,
+    /// Where each chunk starts in the offsets `spans` use.
+    bases: Vec<usize>,
+    /// Each text's start and end offset (its chunk's base plus its index there).
     spans: Vec<(usize, usize)>,
 }
+
+/// The capacity of a new buffer (a larger text gets a buffer of its own size).
+const TEXT_CHUNK_BYTES: usize = 4 << 20;
 
 impl Texts {
     pub fn len(&self) -> usize {
@@ -40,28 +50,54 @@ impl Texts {
     }
     pub fn get(&self, i: usize) -> Option<&str> {
         let &(s, e) = self.spans.get(i)?;
-        self.buf.get(s..e)
+        // The last chunk whose base is at or before `s`.
+        let k = self.bases.partition_point(|&b| b <= s).checked_sub(1)?;
+        let base = self.bases[k];
+        self.chunks[k].get(s - base..e - base)
+    }
+    /// The end offset of the texts so far (where the next text starts).
+    fn end(&self) -> usize {
+        match (self.bases.last(), self.chunks.last()) {
+            (Some(b), Some(c)) => b + c.len(),
+            _ => 0,
+        }
+    }
+    /// A chunk with room for `bytes` more, started when the last one is full.
+    fn room(&mut self, bytes: usize) -> &mut String {
+        let full = self
+            .chunks
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < bytes);
+        if full {
+            let base = self.end();
+            self.bases.push(base);
+            self.chunks
+                .push(String::with_capacity(bytes.max(TEXT_CHUNK_BYTES)));
+        }
+        let last = self.chunks.len() - 1;
+        &mut self.chunks[last]
     }
     pub fn push(&mut self, text: &str) {
-        let start = self.buf.len();
-        self.buf.push_str(text);
-        self.spans.push((start, self.buf.len()));
+        let start = self.end();
+        self.room(text.len()).push_str(text);
+        self.spans.push((start, start + text.len()));
     }
-    /// Room for `bytes` more text and `count` more events.
-    fn reserve(&mut self, bytes: usize, count: usize) {
-        self.buf.reserve(bytes);
+    /// Room for `count` more events (their texts take chunks as they come).
+    fn reserve(&mut self, count: usize) {
         self.spans.reserve(count);
     }
-    /// Take a whole log text as the buffer (before any push).
+    /// Take a whole log text as the first buffer (before any push); spans
+    /// are then offsets into `text`.
     fn adopt_buffer(&mut self, text: &str) {
-        self.buf = text.to_string();
+        self.chunks = vec![text.to_string()];
+        self.bases = vec![0];
         self.spans.clear();
     }
     fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
     }
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        self.spans.iter().filter_map(|&(s, e)| self.buf.get(s..e))
+        (0..self.len()).filter_map(|i| self.get(i))
     }
 }
 
@@ -137,6 +173,24 @@ fn live_meta(line: &str) -> Option<EventMeta> {
         })
     };
     Some(EventMeta { kind, time, op })
+}
+
+/// The texts of a JSON array of live events (what `JSON.stringify` of a
+/// session's pending events writes), each with its meta; the array is
+/// refused whole when one of them is not an event.
+pub fn live_records(json_array: &str) -> CoreResult<Vec<(EventMeta, &str)>> {
+    let items = crate::scan::split_array(json_array)
+        .map_err(|_| CoreError::InvalidArgument("event texts are not one JSON array".into()))?;
+    items
+        .into_iter()
+        .map(|text| {
+            let meta = match live_meta(text) {
+                Some(meta) => meta,
+                None => parsed_meta(text)?,
+            };
+            Ok((meta, text))
+        })
+        .collect()
 }
 
 /// The meta of any event text, parsed.
@@ -538,17 +592,8 @@ impl Log {
     /// `JSON.stringify` of the pending events writes). Their surface effects
     /// were applied when they were appended; this records texts and metas.
     pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
-        let items = crate::scan::split_array(json_array)
-            .map_err(|_| CoreError::InvalidArgument("event texts are not one JSON array".into()))?;
-        let mut records = Vec::with_capacity(items.len());
-        self.texts.reserve(json_array.len(), items.len());
-        for text in items {
-            let meta = match live_meta(text) {
-                Some(meta) => meta,
-                None => parsed_meta(text)?,
-            };
-            records.push((meta, text));
-        }
+        let records = live_records(json_array)?;
+        self.texts.reserve(records.len());
         for (meta, text) in records {
             self.record(meta, text);
         }
@@ -718,6 +763,27 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn texts_span_chunks_without_moving_what_they_hold() {
+        let mut t = Texts::default();
+        t.adopt_buffer("head\nab");
+        t.push_span(5, 7);
+        let big = "x".repeat(TEXT_CHUNK_BYTES + 3);
+        let first_chunk = t.chunks[0].as_ptr();
+        t.push("cd");
+        let second = t.chunks[1].as_ptr();
+        t.push(&big);
+        t.push("");
+        t.push("ef");
+        assert_eq!(t.chunks[0].as_ptr(), first_chunk);
+        assert_eq!(t.chunks[1].as_ptr(), second);
+        assert_eq!(t.chunks.len(), 4);
+        let all: Vec<&str> = t.iter().collect();
+        assert_eq!(all, vec!["ab", "cd", big.as_str(), "", "ef"]);
+        assert_eq!(t.get(5), None);
+        assert_eq!(t.len(), 5);
+    }
 
     #[test]
     fn live_meta_reads_the_ends_of_js_written_texts() {

@@ -7,12 +7,12 @@
 use super::session::NativeSession;
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use crate::log::Log;
+use crate::log::{live_records, Log};
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
 use crate::store::{Batch, Key, Listed, SessionStore, Staged, Store};
-use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
@@ -118,13 +118,20 @@ fn listed_json(listed: Vec<Listed>) -> String {
     out
 }
 
-/// The texts of a live session the store has not stored yet, copied in
-/// chunks so a large flush never blocks the event loop for long.
+/// The texts of a live session the store has not stored yet: those its
+/// native log holds, copied in chunks so a large flush never blocks the
+/// event loop for long, then the session's pending events (a JSON array the
+/// session hands its native log too, while the write runs).
 #[napi]
 pub struct StagedFlush {
     staged: Option<Staged>,
     /// The next event of the session to copy.
     next: usize,
+    /// The end of what its log held when staging began (the pending
+    /// events it takes over after that are staged from `pending`).
+    end: usize,
+    /// The pending events' JSON array, split into lines on the pool.
+    pending: Option<Vec<u8>>,
 }
 
 #[napi]
@@ -133,7 +140,7 @@ impl StagedFlush {
     #[napi]
     pub fn more(&mut self, native: &NativeSession, max_bytes: u32) -> bool {
         let log = native.log();
-        let end = log.texts_len();
+        let end = self.end.min(log.texts_len());
         let Some(staged) = self.staged.as_mut() else {
             return false;
         };
@@ -231,12 +238,18 @@ impl NativeStore {
         task(NativeSession::from_log, move || store.load(&key(id, file)))
     }
 
-    /// Begin staging a flush of `native` (a session whose texts are all
-    /// handed over) from the store's cursor; `more` copies the texts.
+    /// Begin staging a flush of `native` from the store's cursor: `more`
+    /// copies the texts its log holds; `pending` (a JSON array) holds the
+    /// session's events after those, when it has any.
     #[napi]
-    pub fn stage(&self, native: &NativeSession, id: String) -> StagedFlush {
+    pub fn stage(
+        &self,
+        native: &NativeSession,
+        id: String,
+        pending: Option<Buffer>,
+    ) -> StagedFlush {
         let log = native.log();
-        let from = self.store.cursor(&id).unwrap_or(0) as usize;
+        let from = (self.store.cursor(&id).unwrap_or(0) as usize).min(log.texts_len());
         // Reserve it all now: growing a large buffer later would copy it on
         // the main thread.
         let bytes: usize = (from..log.texts_len())
@@ -257,6 +270,8 @@ impl NativeStore {
                     .map(Into::into),
             }),
             next: from,
+            end: log.texts_len(),
+            pending: pending.map(|b| b.to_vec()),
         }
     }
 
@@ -269,10 +284,25 @@ impl NativeStore {
         file: String,
     ) -> AsyncTask<StoreTask<u32, u32>> {
         let store = self.store.clone();
+        let pending = staged.pending.take();
         let staged = staged.staged.take();
         task(same, move || {
-            let staged =
+            let mut staged =
                 staged.ok_or_else(|| CoreError::InvalidArgument("flush staged twice".into()))?;
+            if let Some(bytes) = pending {
+                // The same check the session's own hand-over makes: both
+                // refuse the same array, so nothing is written that the
+                // session does not hold.
+                let json = std::str::from_utf8(&bytes)
+                    .map_err(|_| CoreError::InvalidArgument("event texts are not UTF-8".into()))?;
+                let batch = &mut staged.batch;
+                batch.lines.reserve(json.len());
+                for (_, text) in live_records(json)? {
+                    batch.lines.push_str(text);
+                    batch.lines.push('\n');
+                    batch.count += 1;
+                }
+            }
             store.flush(&key(id, file), staged)
         })
     }

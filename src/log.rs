@@ -489,22 +489,54 @@ impl Log {
         {
             events = &events[..events.len() - 1];
         }
+        Log::from_spans(header, text, events, &|_, _| true).map_err(|(index, err)| {
+            let line = index + 2;
+            LineError {
+                error: err.unwrap_or_else(|| {
+                    CoreError::CorruptLog(format!(
+                        "corrupt session log: unparsable event at line {line}"
+                    ))
+                }),
+                line,
+            }
+        })
+    }
+
+    /// A log of the events at `spans` of `text`: each is read (validated,
+    /// split into fields) and passed to `verify`, on two threads when there
+    /// are many; the surface fold then runs over them in order. The error
+    /// names the index of the first event that failed (`None`: unparsable,
+    /// or refused by `verify`).
+    pub(crate) fn from_spans(
+        header: SessionHeader,
+        text: &str,
+        spans: &[(usize, usize)],
+        verify: &(dyn Fn(usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>)> {
         let read_all =
             |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
                 part.iter()
                     .enumerate()
                     // A blank line inside the log reads as unparsable.
-                    .map(|(i, &(s, e))| read_event(&text[s..e], from + i))
+                    .map(|(i, &(s, e))| {
+                        read_event(&text[s..e], from + i).and_then(|event| {
+                            if verify(from + i, &event) {
+                                Ok(event)
+                            } else {
+                                Err(ReadError::Unparsable)
+                            }
+                        })
+                    })
                     .collect()
             };
-        let reads = if events.len() >= PARALLEL_MIN_LINES {
-            let mid = events.len() / 2;
+        let reads = if spans.len() >= PARALLEL_MIN_LINES {
+            let mid = spans.len() / 2;
             std::thread::scope(|scope| {
                 let second = scope.spawn(|| {
                     lower_priority();
-                    read_all(mid, &events[mid..])
+                    read_all(mid, &spans[mid..])
                 });
-                let mut first = read_all(0, &events[..mid]);
+                let mut first = read_all(0, &spans[..mid]);
                 match second.join() {
                     Ok(rest) => {
                         first.extend(rest);
@@ -512,28 +544,20 @@ impl Log {
                     }
                     // A panicking reader is a bug; read the rest here instead.
                     Err(_) => {
-                        first.extend(read_all(mid, &events[mid..]));
+                        first.extend(read_all(mid, &spans[mid..]));
                         first
                     }
                 }
             })
         } else {
-            read_all(0, events)
+            read_all(0, spans)
         };
         let mut log = Log::new(header);
         log.texts.adopt_buffer(text);
         for (index, read) in reads.into_iter().enumerate() {
-            let (s, e) = events[index];
-            let line = index + 2;
+            let (s, e) = spans[index];
             log.accept_read(read, index, TextRef::Span(s, e))
-                .map_err(|err| LineError {
-                    error: err.unwrap_or_else(|| {
-                        CoreError::CorruptLog(format!(
-                            "corrupt session log: unparsable event at line {line}"
-                        ))
-                    }),
-                    line,
-                })?;
+                .map_err(|err| (index, err))?;
         }
         Ok(log)
     }

@@ -243,9 +243,114 @@ fn header_row(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<[Sql
     }
 }
 
+/// Where a row's column texts landed in the event text built around them.
+#[derive(Debug, Clone, Copy)]
+struct Spliced {
+    data: (usize, usize),
+    sources: Option<(usize, usize)>,
+    op: Option<(usize, usize)>,
+}
+
+/// Append a column's text to `out`; where it landed. `None` for a text
+/// that is not UTF-8 or not on one line (the row-by-row read decides what
+/// a newline means there).
+fn push_column(out: &mut String, bytes: &[u8]) -> Option<(usize, usize)> {
+    if bytes.contains(&b'\n') || bytes.contains(&b'\r') {
+        return None;
+    }
+    let s = std::str::from_utf8(bytes).ok()?;
+    let start = out.len();
+    out.push_str(s);
+    Some((start, out.len()))
+}
+
+/// Append the event text of an `events` row (`seq, type, time, data,
+/// source_event_seqs, surface_op`) to `out`, the envelope `event_text`
+/// writes around the column texts as they are; its span and where the
+/// columns landed. `None` (and `out` unchanged) when the column types
+/// cannot form an event.
+fn splice_row(
+    out: &mut String,
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<Option<((usize, usize), Spliced)>> {
+    let start = out.len();
+    let col = |i: usize| row.get_ref(i);
+    let (Some(seq), Some(time), ValueRef::Text(ty), ValueRef::Text(data)) = (
+        non_negative(col(0)?),
+        non_negative(col(2)?),
+        col(1)?,
+        col(3)?,
+    ) else {
+        return Ok(None);
+    };
+    let Ok(ty) = std::str::from_utf8(ty) else {
+        return Ok(None);
+    };
+    out.push_str("{\"type\":");
+    out.push_str(&crate::json::quote(ty));
+    out.push_str(",\"seq\":");
+    out.push_str(&seq.to_string());
+    out.push_str(",\"time\":");
+    out.push_str(&time.to_string());
+    out.push_str(",\"data\":");
+    let mut spliced = Spliced {
+        data: (0, 0),
+        sources: None,
+        op: None,
+    };
+    let mut ok = true;
+    match push_column(out, data) {
+        Some(span) => spliced.data = span,
+        None => ok = false,
+    }
+    for (i, key, slot) in [
+        (4, ",\"sourceEventSeqs\":", &mut spliced.sources),
+        (5, ",\"surfaceOp\":", &mut spliced.op),
+    ] {
+        match col(i)? {
+            ValueRef::Null => {}
+            ValueRef::Text(bytes) if ok => {
+                out.push_str(key);
+                *slot = push_column(out, bytes);
+                ok = slot.is_some();
+            }
+            _ => ok = false,
+        }
+    }
+    out.push('}');
+    if !ok {
+        out.truncate(start);
+        return Ok(None);
+    }
+    Ok(Some(((start, out.len()), spliced)))
+}
+
+/// Whether `field` (a slice of `text`, or absent) is exactly what the
+/// column at `span` holds: that one value with at most whitespace around
+/// it. A column that smuggles in another field (`1,"surfaceOp":...`) is not
+/// one value, so the value the event read there ends before the column.
+fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> bool {
+    let (Some((start, end)), Some(field)) = (span, field) else {
+        return span.is_none() && field.is_none();
+    };
+    let Some(at) = (field.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return false;
+    };
+    let blank = |s: Option<&str>| s.is_some_and(|s| s.bytes().all(|b| matches!(b, b' ' | b'\t')));
+    at >= start
+        && at + field.len() <= end
+        && blank(text.get(start..at))
+        && blank(text.get(at + field.len()..end))
+}
+
 /// Read session `id` of the database at `path` and repair it in memory
 /// (SPEC 11), with how many event rows it has (a torn tail included);
 /// `None` when it has no `sessions` row. Writes nothing.
+///
+/// Every row's event text is spliced from its columns into one buffer and
+/// read once, checking that each column was exactly the value the event
+/// read there. A database with a row that fails that is read again row by
+/// row, as a log with damaged records.
 pub fn read_session(
     conn: &Connection,
     path: &str,
@@ -255,44 +360,69 @@ pub fn read_session(
         return Ok(None);
     };
     let header = header_of(id, row)?;
-    // Every row's event text, one per line after the header line: the fast
-    // path reads it like a JSONL log.
-    let mut text = header.line();
-    text.push('\n');
-    let mut spans: Vec<Option<(usize, usize)>> = Vec::new();
+    let mut text = String::new();
+    let mut spans = Vec::new();
+    let mut columns = Vec::new();
+    let mut rows_read = 0;
+    let mut whole = true;
+    {
+        let mut stmt = conn
+            .prepare_cached(EVENT_ROWS)
+            .map_err(|e| sql_err(path, e))?;
+        let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
+        while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+            rows_read += 1;
+            if !whole {
+                continue;
+            }
+            match splice_row(&mut text, row).map_err(|e| sql_err(path, e))? {
+                Some((span, spliced)) => {
+                    spans.push(span);
+                    columns.push(spliced);
+                }
+                None => whole = false,
+            }
+        }
+    }
+    if whole {
+        let verify = |i: usize, e: &crate::event::EventText<'_>| {
+            columns.get(i).is_some_and(|c| {
+                is_column(&text, Some(c.data), Some(e.data))
+                    && is_column(&text, c.sources, e.source_event_seqs)
+                    && is_column(&text, c.op, e.surface_op)
+            })
+        };
+        if let Ok(log) = Log::from_spans(header.clone(), &text, &spans, &verify) {
+            return Ok(Some((load::complete(id, log)?, rows_read)));
+        }
+    }
+    drop((text, spans, columns));
+    read_rows(conn, path, id, header).map(Some)
+}
+
+const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
+     WHERE session_id = ?1 ORDER BY seq";
+
+/// `read_session` for a database with a row that cannot be read as it is:
+/// each row becomes an event text or a damaged record, and the log is
+/// repaired around them.
+fn read_rows(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+    header: SessionHeader,
+) -> CoreResult<(Repaired, usize)> {
+    let mut records: Vec<Option<String>> = Vec::new();
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
-             WHERE session_id = ?1 ORDER BY seq",
-        )
+        .prepare_cached(EVENT_ROWS)
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
     while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
-        match row_text(row).map_err(|e| sql_err(path, e))? {
-            Some(t) => {
-                let start = text.len();
-                text.push_str(&t);
-                spans.push(Some((start, text.len())));
-                text.push('\n');
-            }
-            None => spans.push(None),
-        }
+        records.push(row_text(row).map_err(|e| sql_err(path, e))?);
     }
-    let whole = spans
-        .iter()
-        .all(Option::is_some)
-        .then(|| Log::from_jsonl(text.as_bytes()).ok())
-        .flatten()
-        .filter(|log| log.len() == spans.len());
-    let repaired = match whole {
-        Some(log) => load::complete(id, log)?,
-        None => {
-            let records: Vec<Option<&str>> =
-                spans.iter().map(|s| s.map(|(a, b)| &text[a..b])).collect();
-            load::repair(id, header, &records, Place::Row)?
-        }
-    };
-    Ok(Some((repaired, spans.len())))
+    let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
+    let repaired = load::repair(id, header, &texts, Place::Row)?;
+    Ok((repaired, records.len()))
 }
 
 /// The headers of the database's `sessions` rows, unordered; a row that is
@@ -525,6 +655,106 @@ mod tests {
         let mut r = row;
         r[2] = SqlValue::Integer(-1);
         assert_eq!(text_of(r), None);
+    }
+
+    /// `read_session` (one read of every row) and `read_rows` (row by
+    /// row) give the same repaired log for these rows of session "s".
+    fn both_reads(rows: &[[SqlValue; 6]]) -> Result<(String, usize, bool), String> {
+        let conn = Connection::open_in_memory().unwrap();
+        // Not STRICT: a foreign client's table may hold any column type.
+        conn.execute_batch(&SCHEMA.replace(" STRICT", "")).unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, version, created_at) VALUES ('s', 0, 1)",
+            [],
+        )
+        .unwrap();
+        for r in rows {
+            conn.execute(
+                "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+                 VALUES ('s', ?1, ?2, ?3, ?4, ?5, ?6)",
+                rusqlite::params_from_iter(r.iter()),
+            )
+            .unwrap();
+        }
+        let summary = |r: CoreResult<(Repaired, usize)>| {
+            r.map(|(rep, _)| {
+                (
+                    rep.log.events_json(0, rep.log.len()),
+                    rep.preserved,
+                    rep.torn,
+                )
+            })
+            .map_err(|e| e.to_string())
+        };
+        let fast = summary(read_session(&conn, "db", "s").map(|r| r.unwrap()));
+        let header = header_of("s", header_row(&conn, "db", "s").unwrap().unwrap()).unwrap();
+        let slow = summary(read_rows(&conn, "db", "s", header));
+        assert_eq!(fast, slow);
+        fast
+    }
+
+    #[test]
+    fn one_read_of_all_rows_agrees_with_the_row_by_row_read() {
+        let text = |s: &str| SqlValue::Text(s.into());
+        let row = |seq: i64, ty: &str, data: &str, src: Option<&str>, op: Option<&str>| {
+            [
+                SqlValue::Integer(seq),
+                text(ty),
+                SqlValue::Integer(7),
+                text(data),
+                src.map_or(SqlValue::Null, text),
+                op.map_or(SqlValue::Null, text),
+            ]
+        };
+        let start = row(
+            0,
+            "turn/start",
+            r#"{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}"#,
+            None,
+            None,
+        );
+        let user =
+            |seq: i64, data: &str, op: Option<&str>| row(seq, "user/message", data, None, op);
+        let content = r#"{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}"#;
+        let (json, preserved, torn) =
+            both_reads(&[start.clone(), user(1, content, Some("\"append\""))]).unwrap();
+        assert!(json.contains(r#""surfaceOp":"append"}"#) && preserved == 2 && !torn);
+        // Whitespace around a column is kept, as the column holds it.
+        let spaced = format!(" \t{content} ");
+        let (json, ..) =
+            both_reads(&[start.clone(), user(1, &spaced, Some(" \"append\""))]).unwrap();
+        assert!(json.contains(&format!(r#""data":{spaced},"surfaceOp": "append"}}"#)));
+        // A data column that smuggles in a surfaceOp is a damaged record.
+        let smuggled = format!(r#"{content},"surfaceOp":"append""#);
+        let (json, preserved, torn) =
+            both_reads(&[start.clone(), user(1, &smuggled, None)]).unwrap();
+        assert!(!json.contains("append") && preserved == 1 && torn);
+        // So is a sourceEventSeqs column that smuggles one.
+        let r = row(
+            1,
+            "user/message",
+            content,
+            Some(r#"[0],"surfaceOp":"append""#),
+            None,
+        );
+        let (_, preserved, torn) = both_reads(&[start.clone(), r]).unwrap();
+        assert!(preserved == 1 && torn);
+        // A pretty-printed column is read row by row, newlines as spaces.
+        let pretty = "{\n \"content\": [],\n \"source\": {\"kind\": \"user\"}\n}";
+        let (json, preserved, _) =
+            both_reads(&[start.clone(), user(1, pretty, Some("\"append\""))]).unwrap();
+        assert!(preserved == 2 && !json.contains('\n'));
+        // A newline inside a string is not JSON: a damaged record.
+        let broken =
+            "{\"content\":[{\"type\":\"text\",\"text\":\"a\nb\"}],\"source\":{\"kind\":\"user\"}}";
+        let (_, preserved, torn) =
+            both_reads(&[start.clone(), user(1, broken, Some("\"append\""))]).unwrap();
+        assert!(preserved == 1 && torn);
+        // A column of the wrong type.
+        let mut r = user(1, content, Some("\"append\""));
+        r[3] = SqlValue::Blob(content.as_bytes().to_vec());
+        let (_, preserved, torn) = both_reads(&[start, r]).unwrap();
+        assert!(preserved == 1 && torn);
     }
 
     #[test]

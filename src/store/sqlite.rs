@@ -264,6 +264,23 @@ fn push_column(out: &mut String, bytes: &[u8]) -> Option<(usize, usize)> {
     Some((start, out.len()))
 }
 
+/// Append the decimal digits of `n` (no allocation).
+fn push_integer(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(d as char);
+    }
+}
+
 /// Append the event text of an `events` row (`seq, type, time, data,
 /// source_event_seqs, surface_op`) to `out`, the envelope `event_text`
 /// writes around the column texts as they are; its span and where the
@@ -287,11 +304,18 @@ fn splice_row(
         return Ok(None);
     };
     out.push_str("{\"type\":");
-    out.push_str(&crate::json::quote(ty));
+    if ty.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Nothing to escape (every event type the vocabulary has).
+        out.push('"');
+        out.push_str(ty);
+        out.push('"');
+    } else {
+        out.push_str(&crate::json::quote(ty));
+    }
     out.push_str(",\"seq\":");
-    out.push_str(&seq.to_string());
+    push_integer(out, seq);
     out.push_str(",\"time\":");
-    out.push_str(&time.to_string());
+    push_integer(out, time);
     out.push_str(",\"data\":");
     let mut spliced = Spliced {
         data: (0, 0),
@@ -343,6 +367,35 @@ fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> b
         && blank(text.get(at + field.len()..end))
 }
 
+/// About how many bytes the event texts of session `id` take: its rows'
+/// share of the database, plus the envelope around each. Reserving that
+/// spares copying the buffer as it grows; it costs three index lookups.
+fn texts_estimate(conn: &Connection, id: &str) -> usize {
+    let sizes = conn.query_row(
+        "SELECT (SELECT max(seq) + 1 FROM events WHERE session_id = ?1), \
+                (SELECT max(rowid) FROM events), \
+                (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())",
+        [id],
+        |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<i64>>(2)?,
+            ))
+        },
+    );
+    let Ok((Some(rows), Some(all_rows), Some(bytes))) = sizes else {
+        return 0;
+    };
+    let (rows, all_rows, bytes) = (
+        rows.max(0) as u64,
+        all_rows.max(1) as u64,
+        bytes.max(0) as u64,
+    );
+    let estimate = rows.min(all_rows) * (bytes / all_rows + 64);
+    usize::try_from(estimate.min(bytes + rows * 64)).unwrap_or(0)
+}
+
 /// Read session `id` of the database at `path` and repair it in memory
 /// (SPEC 11), with how many event rows it has (a torn tail included);
 /// `None` when it has no `sessions` row. Writes nothing.
@@ -360,7 +413,7 @@ pub fn read_session(
         return Ok(None);
     };
     let header = header_of(id, row)?;
-    let mut text = String::new();
+    let mut text = String::with_capacity(texts_estimate(conn, id));
     let mut spans = Vec::new();
     let mut columns = Vec::new();
     let mut rows_read = 0;

@@ -103,8 +103,14 @@ if (PAUSES) {
     }
     await store.close()
   }
+  // Each phase starts from a collected heap: V8 marks incrementally on
+  // the main thread while it waits for I/O, so one phase's garbage (a
+  // 100k-event session) would otherwise pause the next phase's windows.
+  globalThis.gc()
   await flushTurns(jsonlMake, track('flushJsonl'))
+  globalThis.gc()
   await flushTurns(sqliteMake, track('flushSqlite'))
+  globalThis.gc()
   {
     // The same turns written by plain Node off the main thread (fs.promises
     // write + sync per batch): what the machine itself adds to a pause.
@@ -122,6 +128,7 @@ if (PAUSES) {
     fs.rmSync(fsDir, { recursive: true, force: true })
   }
   for (const [name, make] of [['bigJsonl', jsonlMake], ['bigSqlite', sqliteMake]]) {
+    globalThis.gc()
     const flushDir = tmp('big')
     const store = make(flushDir)
     const session = new Session(ID, [], HEADER)
@@ -276,7 +283,7 @@ for (let r = 0; r < FLUSH_RUNS; r++) {
   if (Database !== undefined) runs.bsq.push(betterSqlite())
   runs.sqlite.push(await flushTurns(sqliteMake))
 }
-const pauses = JSON.parse(execFileSync(process.execPath, [self, '--pauses', stored, String(N)], { encoding: 'utf8' }))
+const pauses = JSON.parse(execFileSync(process.execPath, ['--expose-gc', self, '--pauses', stored, String(N)], { encoding: 'utf8' }))
 fs.rmSync(stored, { recursive: true, force: true })
 
 const rows = [

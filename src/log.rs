@@ -86,12 +86,11 @@ impl Texts {
     fn reserve(&mut self, count: usize) {
         self.spans.reserve(count);
     }
-    /// Take a whole log text as the first buffer (before any push); spans
-    /// are then offsets into `text`.
-    fn adopt_buffer(&mut self, text: &str) {
-        self.chunks = vec![text.to_string()];
+    /// Take a whole log text as the first buffer, keeping the spans
+    /// already recorded (offsets into `text`); before any push.
+    fn adopt_buffer(&mut self, text: String) {
+        self.chunks = vec![text];
         self.bases = vec![0];
-        self.spans.clear();
     }
     fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
@@ -99,6 +98,32 @@ impl Texts {
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
     }
+}
+
+/// Run `work` on a thread of its own at a lower priority and wait for it
+/// (inline if no thread can be started); `None` if it panicked. For
+/// CPU-heavy work started from the libuv pool: the JS thread then wins a
+/// core whenever it wants one, so a long load never delays its timers, and
+/// the pool thread (shared with the rest of the process) keeps its own
+/// priority.
+pub fn at_low_priority<T: Send>(work: impl FnOnce() -> T + Send) -> Option<T> {
+    let mut work = Some(work);
+    let mut out = None;
+    let mut started = false;
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new().spawn_scoped(scope, || {
+            lower_priority();
+            work.take().map(|w| w())
+        });
+        if let Ok(handle) = spawned {
+            started = true;
+            out = handle.join().ok().flatten();
+        }
+    });
+    if started {
+        return out;
+    }
+    work.map(|w| w())
 }
 
 /// Let the JS thread win a core over this helper thread: it only uses what
@@ -456,31 +481,38 @@ impl Log {
     /// Lines are read (validated, split into fields) on two threads; the
     /// surface fold then runs over them in order.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
-        let text = std::str::from_utf8(bytes).map_err(|e| {
-            let line = bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1;
-            LineError {
-                error: CoreError::CorruptLog(format!(
+        Log::from_jsonl_vec(bytes.to_vec()).map_err(|(e, _)| e)
+    }
+
+    /// `from_jsonl` of a buffer the log may keep (no copy of the text);
+    /// the buffer comes back with the error.
+    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (LineError, Vec<u8>)> {
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let bytes = e.into_bytes();
+                let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+                let error = CoreError::CorruptLog(format!(
                     "corrupt session log: invalid UTF-8 at line {line}"
-                )),
-                line,
+                ));
+                return Err((LineError { error, line }, bytes));
             }
-        })?;
-        let spans = line_spans(text);
-        let Some(&(hs, he)) = spans
+        };
+        let spans = line_spans(&text);
+        let header = match spans
             .first()
             .filter(|&&(s, e)| !text[s..e].trim().is_empty())
-        else {
-            return Err(LineError {
-                error: CoreError::CorruptLog("empty or header-less session log".into()),
-                line: 1,
-            });
+        {
+            None => Err(CoreError::CorruptLog(
+                "empty or header-less session log".into(),
+            )),
+            Some(&(hs, he)) => SessionHeader::from_line(&text[hs..he]),
         };
-        let header = SessionHeader::from_line(&text[hs..he])
-            .map_err(|error| LineError { error, line: 1 })?;
+        let header = match header {
+            Ok(header) => header,
+            Err(error) => return Err((LineError { error, line: 1 }, text.into_bytes())),
+        };
         // Events: every line after the header; blank lines are allowed only at the end.
         let mut events = &spans[1..];
         while events
@@ -489,38 +521,37 @@ impl Log {
         {
             events = &events[..events.len() - 1];
         }
-        Log::from_spans(header, text, events, &|_, _| true).map_err(|(index, err)| {
+        Log::from_spans(header, text, events, &|_, _, _| true).map_err(|(index, err, text)| {
             let line = index + 2;
-            LineError {
-                error: err.unwrap_or_else(|| {
-                    CoreError::CorruptLog(format!(
-                        "corrupt session log: unparsable event at line {line}"
-                    ))
-                }),
-                line,
-            }
+            let error = err.unwrap_or_else(|| {
+                CoreError::CorruptLog(format!(
+                    "corrupt session log: unparsable event at line {line}"
+                ))
+            });
+            (LineError { error, line }, text.into_bytes())
         })
     }
 
     /// A log of the events at `spans` of `text`: each is read (validated,
-    /// split into fields) and passed to `verify`, on two threads when there
+    /// split into fields) and passed to `verify` (with `text`), on two threads when there
     /// are many; the surface fold then runs over them in order. The error
     /// names the index of the first event that failed (`None`: unparsable,
     /// or refused by `verify`).
     pub(crate) fn from_spans(
         header: SessionHeader,
-        text: &str,
+        text: String,
         spans: &[(usize, usize)],
-        verify: &(dyn Fn(usize, &EventText<'_>) -> bool + Sync),
-    ) -> Result<Log, (usize, Option<CoreError>)> {
+        verify: &(dyn Fn(&str, usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>, String)> {
+        let buffer = text.as_str();
         let read_all =
             |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
                 part.iter()
                     .enumerate()
                     // A blank line inside the log reads as unparsable.
                     .map(|(i, &(s, e))| {
-                        read_event(&text[s..e], from + i).and_then(|event| {
-                            if verify(from + i, &event) {
+                        read_event(&buffer[s..e], from + i).and_then(|event| {
+                            if verify(buffer, from + i, &event) {
                                 Ok(event)
                             } else {
                                 Err(ReadError::Unparsable)
@@ -552,13 +583,20 @@ impl Log {
         } else {
             read_all(0, spans)
         };
+        // The fold records spans only; the log takes the buffer after it.
         let mut log = Log::new(header);
-        log.texts.adopt_buffer(text);
+        let mut failed = None;
         for (index, read) in reads.into_iter().enumerate() {
             let (s, e) = spans[index];
-            log.accept_read(read, index, TextRef::Span(s, e))
-                .map_err(|err| (index, err))?;
+            if let Err(err) = log.accept_read(read, index, TextRef::Span(s, e)) {
+                failed = Some((index, err));
+                break;
+            }
         }
+        if let Some((index, err)) = failed {
+            return Err((index, err, text));
+        }
+        log.texts.adopt_buffer(text);
         Ok(log)
     }
 
@@ -791,8 +829,8 @@ mod tests {
     #[test]
     fn texts_span_chunks_without_moving_what_they_hold() {
         let mut t = Texts::default();
-        t.adopt_buffer("head\nab");
         t.push_span(5, 7);
+        t.adopt_buffer("head\nab".to_string());
         let big = "x".repeat(TEXT_CHUNK_BYTES + 3);
         let first_chunk = t.chunks[0].as_ptr();
         t.push("cd");

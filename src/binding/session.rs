@@ -56,11 +56,12 @@ impl NativeSession {
     /// caller can attach the line to the error it throws.
     #[napi(js_name = "fromJsonl")]
     pub fn from_jsonl(text: Either<String, Buffer>) -> Either<NativeSession, JsonlFailure> {
-        let bytes: &[u8] = match &text {
-            Either::A(s) => s.as_bytes(),
-            Either::B(b) => b,
+        // A string arrives as a Rust copy the log can keep; a Buffer's bytes are the caller's.
+        let bytes = match text {
+            Either::A(s) => s.into_bytes(),
+            Either::B(b) => b.to_vec(),
         };
-        match Log::from_jsonl(bytes) {
+        match Log::from_jsonl_vec(bytes).map_err(|(e, _)| e) {
             Ok(log) => Either::A(NativeSession {
                 log,
                 prepared: None,

@@ -88,6 +88,17 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
     }
 }
 
+/// A store's load, on a thread of lower priority than the JS thread (it is
+/// CPU-bound for a long log: parsing every event).
+fn load_at_low_priority(store: &dyn SessionStore, key: Key) -> CoreResult<Log> {
+    crate::log::at_low_priority(|| store.load(&key)).unwrap_or_else(|| {
+        Err(CoreError::Io(format!(
+            "loading session {} failed unexpectedly (the loader panicked)",
+            crate::json::quote(&key.id)
+        )))
+    })
+}
+
 /// `{"meta": header, "events": [...]}` for `load`.
 fn loaded_json(log: Log) -> String {
     format!(
@@ -228,14 +239,18 @@ impl NativeStore {
     #[napi(ts_return_type = "Promise<string>")]
     pub fn load(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, String>> {
         let store = self.store.clone();
-        task(loaded_json, move || store.load(&key(id, file)))
+        task(loaded_json, move || {
+            load_at_low_priority(&*store, key(id, file))
+        })
     }
 
     /// Repair-load a stored session straight into a native session.
     #[napi(ts_return_type = "Promise<NativeSession>")]
     pub fn open(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, NativeSession>> {
         let store = self.store.clone();
-        task(NativeSession::from_log, move || store.load(&key(id, file)))
+        task(NativeSession::from_log, move || {
+            load_at_low_priority(&*store, key(id, file))
+        })
     }
 
     /// Begin staging a flush of `native` from the store's cursor: `more`

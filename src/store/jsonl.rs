@@ -177,24 +177,18 @@ pub fn split<'a>(bytes: &'a [u8]) -> CoreResult<Split<'a>> {
     })
 }
 
-/// The fast path of a load: a log whose every line is a complete, valid
-/// event (no torn or blank line) is read by the session core's parallel
-/// reader. `None` sends the load to the line-by-line repair.
-fn read_whole(bytes: &[u8]) -> Option<Log> {
-    if bytes.last() != Some(&b'\n') {
-        return None;
-    }
-    // `from_jsonl` tolerates blank lines at the end (a store drops them as a
-    // torn tail) and rejects them anywhere else: the last line must be an event.
-    let body = &bytes[..bytes.len() - 1];
+/// Whether the fast path can take this log: it ends with a complete line
+/// that is not blank. (`from_jsonl` tolerates blank lines at the end, which
+/// a store drops as a torn tail, and rejects them anywhere else.)
+fn ends_with_event(bytes: &[u8]) -> bool {
+    let Some(body) = bytes.strip_suffix(b"\n") else {
+        return false;
+    };
     let last = body
         .iter()
         .rposition(|&b| b == b'\n')
         .map_or(body, |i| &body[i + 1..]);
-    if last.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    Log::from_jsonl(bytes).ok()
+    !last.iter().all(u8::is_ascii_whitespace)
 }
 
 /// Repair-load a JSONL log (SPEC 11) of session `id` (by default the id its
@@ -202,11 +196,37 @@ fn read_whole(bytes: &[u8]) -> Option<Log> {
 /// repair truncates the file to, and how many event records the file holds
 /// (a torn tail included).
 pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
-    if let Some(log) = read_whole(bytes) {
-        let id = id.unwrap_or(log.header().id()).to_string();
-        let records = log.len();
-        return Ok((load::complete(&id, log)?, bytes.len() as u64, records));
+    if ends_with_event(bytes) {
+        if let Ok(log) = Log::from_jsonl(bytes) {
+            return whole(log, bytes.len(), id);
+        }
     }
+    repair_lines(bytes, id)
+}
+
+/// `repair_bytes` of a buffer the log may keep: a log whose every line is a
+/// complete, valid event (no torn or blank line) is read by the session
+/// core's parallel reader without copying its text.
+pub fn repair_vec(bytes: Vec<u8>, id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
+    if !ends_with_event(&bytes) {
+        return repair_lines(&bytes, id);
+    }
+    let len = bytes.len();
+    match Log::from_jsonl_vec(bytes) {
+        Ok(log) => whole(log, len, id),
+        Err((_, bytes)) => repair_lines(&bytes, id),
+    }
+}
+
+/// The repair of a log read whole (`len` bytes): only closers remain.
+fn whole(log: Log, len: usize, id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
+    let id = id.unwrap_or(log.header().id()).to_string();
+    let records = log.len();
+    Ok((load::complete(&id, log)?, len as u64, records))
+}
+
+/// The line-by-line repair, for a log with a torn, blank or invalid line.
+fn repair_lines(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
     let Split {
         header,
         header_end,
@@ -354,8 +374,8 @@ impl Backend for JsonlBackend {
             return Ok(None);
         };
         let bytes = fs::read(&path).map_err(|e| io("cannot read session log", &path, e))?;
-        let (repaired, committed, _) = repair_bytes(&bytes, Some(&key.id))?;
         let mut len = bytes.len() as u64;
+        let (repaired, committed, _) = repair_vec(bytes, Some(&key.id))?;
         let mut file = None;
         if repaired.needs_write() {
             let f = OpenOptions::new()

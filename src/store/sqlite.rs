@@ -438,18 +438,20 @@ pub fn read_session(
         }
     }
     if whole {
-        let verify = |i: usize, e: &crate::event::EventText<'_>| {
+        let verify = |text: &str, i: usize, e: &crate::event::EventText<'_>| {
             columns.get(i).is_some_and(|c| {
-                is_column(&text, Some(c.data), Some(e.data))
-                    && is_column(&text, c.sources, e.source_event_seqs)
-                    && is_column(&text, c.op, e.surface_op)
+                is_column(text, Some(c.data), Some(e.data))
+                    && is_column(text, c.sources, e.source_event_seqs)
+                    && is_column(text, c.op, e.surface_op)
             })
         };
-        if let Ok(log) = Log::from_spans(header.clone(), &text, &spans, &verify) {
+        if let Ok(log) = Log::from_spans(header.clone(), text, &spans, &verify) {
             return Ok(Some((load::complete(id, log)?, rows_read)));
         }
+    } else {
+        drop(text);
     }
-    drop((text, spans, columns));
+    drop((spans, columns));
     read_rows(conn, path, id, header).map(Some)
 }
 

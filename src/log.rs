@@ -98,6 +98,16 @@ impl Texts {
     pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
     }
+    /// The offsets texts `from..to` cover (at least their total length).
+    fn span_bytes(&self, from: usize, to: usize) -> usize {
+        match (
+            self.spans.get(from),
+            to.checked_sub(1).and_then(|l| self.spans.get(l)),
+        ) {
+            (Some(&(start, _)), Some(&(_, end))) if to > from => end.saturating_sub(start),
+            _ => 0,
+        }
+    }
 }
 
 /// Run `work` on a thread of its own at a lower priority and wait for it
@@ -355,6 +365,11 @@ impl Log {
     }
     pub fn text(&self, seq: usize) -> Option<&str> {
         self.texts.get(seq)
+    }
+    /// At least the bytes texts `from..to` take with a newline after each
+    /// (what lies between them counts too), without visiting each text.
+    pub fn texts_bytes(&self, from: usize, to: usize) -> usize {
+        self.texts.span_bytes(from, to) + to.saturating_sub(from)
     }
     /// `[startIdx, endIdx]` of the last committed replacement.
     pub fn last_replace(&self) -> (usize, usize) {
@@ -845,6 +860,13 @@ mod tests {
         assert_eq!(all, vec!["ab", "cd", big.as_str(), "", "ef"]);
         assert_eq!(t.get(5), None);
         assert_eq!(t.len(), 5);
+        // Offsets only grow: what spans cover bounds the texts' length.
+        for from in 0..5 {
+            for to in from..=5 {
+                let sum: usize = (from..to).map(|i| t.get(i).unwrap().len()).sum();
+                assert!(t.span_bytes(from, to) >= sum, "{from}..{to}");
+            }
+        }
     }
 
     #[test]

@@ -267,10 +267,8 @@ impl NativeStore {
         let from = (self.store.cursor(&id).unwrap_or(0) as usize).min(log.texts_len());
         // Reserve it all now: growing a large buffer later would copy it on
         // the main thread.
-        let bytes: usize = (from..log.texts_len())
-            .filter_map(|i| log.text(i))
-            .map(|t| t.len() + 1)
-            .sum();
+        let bytes =
+            log.texts_bytes(from, log.texts_len()) + pending.as_ref().map_or(0, |p| p.len());
         StagedFlush {
             staged: Some(Staged {
                 header: log.header().clone(),

@@ -406,16 +406,16 @@ impl Backend for JsonlBackend {
         self.ensure_dir(&dir)?;
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!("{}.jsonl.{}.{n}.tmp", key.file, std::process::id()));
-        let mut content = header.line();
-        content.push('\n');
-        content.push_str(&batch.lines);
+        let mut head = header.line();
+        head.push('\n');
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
             .open(&tmp)
             .map_err(|e| io("cannot create session log", &tmp, e))?;
-        let written = write_all_at(&file, content.as_bytes(), 0)
+        let written = write_all_at(&file, head.as_bytes(), 0)
+            .and_then(|()| write_all_at(&file, batch.lines.as_bytes(), head.len() as u64))
             .and_then(|()| file.sync_all())
             .map_err(|e| io("cannot write session log", &tmp, e))
             .and_then(|()| match fs::hard_link(&tmp, &path) {
@@ -430,7 +430,7 @@ impl Backend for JsonlBackend {
         *handle = JsonlHandle {
             path: Some(path),
             file: Some(file),
-            len: content.len() as u64,
+            len: (head.len() + batch.lines.len()) as u64,
         };
         Ok(())
     }

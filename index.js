@@ -328,13 +328,16 @@ class Session {
   }
 
   /**
-   * The texts of the events not handed to the native log yet, as one JSON
-   * array in UTF-8 (one stringify of the whole batch), or null when none.
+   * The texts of the events not handed to the native log yet, a line each
+   * (JSON.stringify never writes a raw newline), in UTF-8; null when none.
+   * A store writes these bytes as they are.
    */
   #pending() {
     if (this.#synced >= this.#seq) return null
-    const events = this.#objs.slice(this.#synced - this.#objsFrom)
-    return { from: this.#synced, to: this.#seq, bytes: Buffer.from(JSON.stringify(events), 'utf8') }
+    const objs = this.#objs
+    let text = ''
+    for (let i = this.#synced - this.#objsFrom; i < objs.length; i++) text += `${JSON.stringify(objs[i])}\n`
+    return { from: this.#synced, to: this.#seq, bytes: Buffer.from(text, 'utf8') }
   }
 
   /** Hand `pending` (from `#pending`) to the native log, unless it already has it. */

@@ -210,14 +210,18 @@ fn live_meta(line: &str) -> Option<EventMeta> {
     Some(EventMeta { kind, time, op })
 }
 
-/// The texts of a JSON array of live events (what `JSON.stringify` of a
-/// session's pending events writes), each with its meta; the array is
-/// refused whole when one of them is not an event.
-pub fn live_records(json_array: &str) -> CoreResult<Vec<(EventMeta, &str)>> {
-    let items = crate::scan::split_array(json_array)
-        .map_err(|_| CoreError::InvalidArgument("event texts are not one JSON array".into()))?;
-    items
-        .into_iter()
+/// The texts of live events, one per line, each followed by a newline
+/// (what `JSON.stringify` of each of a session's pending events writes: it
+/// never writes a raw newline), each with its meta; refused whole when one
+/// of them is not an event.
+pub fn live_records(lines: &str) -> CoreResult<Vec<(EventMeta, &str)>> {
+    if !lines.is_empty() && !lines.ends_with('\n') {
+        return Err(CoreError::InvalidArgument(
+            "event texts must each end with a newline".into(),
+        ));
+    }
+    lines
+        .split_terminator('\n')
         .map(|text| {
             let meta = match live_meta(text) {
                 Some(meta) => meta,
@@ -665,11 +669,11 @@ impl Log {
         self.apply(&p.plan, p.header);
     }
 
-    /// Hand over live events `len()..` as one JSON array text (what
-    /// `JSON.stringify` of the pending events writes). Their surface effects
-    /// were applied when they were appended; this records texts and metas.
-    pub fn attach_texts(&mut self, json_array: &str) -> CoreResult<()> {
-        let records = live_records(json_array)?;
+    /// Hand over live events `len()..` as their texts, one per line (see
+    /// `live_records`). Their surface effects were applied when they were
+    /// appended; this records texts and metas.
+    pub fn attach_texts(&mut self, lines: &str) -> CoreResult<()> {
+        let records = live_records(lines)?;
         self.texts.reserve(records.len());
         for (meta, text) in records {
             self.record(meta, text);
@@ -908,12 +912,14 @@ mod tests {
             .prepare("user/message", 1, Some(r#"{"surfaceOp":"append"}"#), None)
             .unwrap();
         log.commit_prepared(p);
+        assert!(log.attach_texts("{\"type\":\"x\"}").is_err());
+        assert!(log.attach_texts("[]\n").is_err());
+        assert_eq!(log.len(), 0);
         log.attach_texts(concat!(
-            "[",
             r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
-            ",",
+            "\n",
             r#"{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
-            "]"
+            "\n"
         ))
         .unwrap();
         assert_eq!(log.len(), 2);

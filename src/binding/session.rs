@@ -152,8 +152,8 @@ impl NativeSession {
     /// the UTF-8 bytes of one JSON array (a Buffer converts faster than a
     /// string does).
     #[napi(js_name = "attachTexts")]
-    pub fn attach_texts(&mut self, env: Env, json_array: Buffer) -> Result<()> {
-        let text = std::str::from_utf8(&json_array).map_err(|_| {
+    pub fn attach_texts(&mut self, env: Env, lines: Buffer) -> Result<()> {
+        let text = std::str::from_utf8(&lines).map_err(|_| {
             throw(
                 &env,
                 CoreError::InvalidArgument("event texts are not UTF-8".into()),

@@ -7,7 +7,7 @@
 use super::session::NativeSession;
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use crate::log::{live_records, Log};
+use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
@@ -131,8 +131,9 @@ fn listed_json(listed: Vec<Listed>) -> String {
 
 /// The texts of a live session the store has not stored yet: those its
 /// native log holds, copied in chunks so a large flush never blocks the
-/// event loop for long, then the session's pending events (a JSON array the
-/// session hands its native log too, while the write runs).
+/// event loop for long, then the session's pending events (their texts a
+/// line each, which the session hands its native log too, while the write
+/// runs).
 #[napi]
 pub struct StagedFlush {
     staged: Option<Staged>,
@@ -141,7 +142,7 @@ pub struct StagedFlush {
     /// The end of what its log held when staging began (the pending
     /// events it takes over after that are staged from `pending`).
     end: usize,
-    /// The pending events' JSON array, split into lines on the pool.
+    /// The pending events' texts, a line each.
     pending: Option<Vec<u8>>,
 }
 
@@ -254,8 +255,8 @@ impl NativeStore {
     }
 
     /// Begin staging a flush of `native` from the store's cursor: `more`
-    /// copies the texts its log holds; `pending` (a JSON array) holds the
-    /// session's events after those, when it has any.
+    /// copies the texts its log holds; `pending` (their texts, a line
+    /// each) holds the session's events after those, when it has any.
     #[napi]
     pub fn stage(
         &self,
@@ -267,8 +268,12 @@ impl NativeStore {
         let from = (self.store.cursor(&id).unwrap_or(0) as usize).min(log.texts_len());
         // Reserve it all now: growing a large buffer later would copy it on
         // the main thread.
-        let bytes =
-            log.texts_bytes(from, log.texts_len()) + pending.as_ref().map_or(0, |p| p.len());
+        // (The pending texts become the batch as they are when the log
+        // holds none to copy.)
+        let bytes = match log.texts_bytes(from, log.texts_len()) {
+            0 => 0,
+            logged => logged + pending.as_ref().map_or(0, |p| p.len()),
+        };
         StagedFlush {
             staged: Some(Staged {
                 header: log.header().clone(),
@@ -303,17 +308,22 @@ impl NativeStore {
             let mut staged =
                 staged.ok_or_else(|| CoreError::InvalidArgument("flush staged twice".into()))?;
             if let Some(bytes) = pending {
-                // The same check the session's own hand-over makes: both
-                // refuse the same array, so nothing is written that the
-                // session does not hold.
-                let json = std::str::from_utf8(&bytes)
+                // The session's own JSON.stringify of each pending event, a
+                // line each: written as they are (the session checks them
+                // as it takes them, while this write runs).
+                let lines = String::from_utf8(bytes)
                     .map_err(|_| CoreError::InvalidArgument("event texts are not UTF-8".into()))?;
+                if !lines.is_empty() && !lines.ends_with('\n') {
+                    return Err(CoreError::InvalidArgument(
+                        "event texts must each end with a newline".into(),
+                    ));
+                }
                 let batch = &mut staged.batch;
-                batch.lines.reserve(json.len());
-                for (_, text) in live_records(json)? {
-                    batch.lines.push_str(text);
-                    batch.lines.push('\n');
-                    batch.count += 1;
+                batch.count += lines.bytes().filter(|&b| b == b'\n').count();
+                if batch.lines.is_empty() {
+                    batch.lines = lines;
+                } else {
+                    batch.lines.push_str(&lines);
                 }
             }
             store.flush(&key(id, file), staged)

@@ -4,14 +4,38 @@
 //   node --expose-gc benchmark/bench.mjs [events=100000] [rounds=5]
 //
 // Each ratio is the median of `rounds` interleaved runs of both sides.
+import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
+import * as fs from 'node:fs'
 import { existsSync } from 'node:fs'
+import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const { Session } = require('../index.js')
+
+if (process.argv[2] === '--memory') {
+  // Child: resume the log in argv[3] and report memory before, after the
+  // resume and first derive, and after `events` is first read.
+  const text = fs.readFileSync(process.argv[3], 'utf8')
+  const memory = () => {
+    globalThis.gc()
+    globalThis.gc()
+    const m = process.memoryUsage()
+    return { heap: m.heapUsed, external: m.external + m.arrayBuffers, rss: m.rss }
+  }
+  const before = memory()
+  const resumed = Session.fromJsonl(text)
+  resumed.deriveMessages()
+  const afterResume = memory()
+  const events = resumed.events
+  const afterEvents = memory()
+  if (events.length === 0) throw new Error('resumed session lost its events')
+  process.stdout.write(JSON.stringify([before, afterResume, afterEvents]))
+  process.exit(0)
+}
 
 const workloadPath = [path.resolve(here, '../../shared/bench/workload.mjs'), path.resolve(here, 'workload.mjs')]
   .find((p) => existsSync(p))
@@ -123,19 +147,19 @@ let deriveCalls = 0
 }
 
 // 4. memory retained by a resumed session, before and after `events` is read ----
-function memory() {
-  gc()
-  gc()
-  const m = process.memoryUsage()
-  return { heap: m.heapUsed, external: m.external + m.arrayBuffers, rss: m.rss }
-}
-const base = memory()
-const resumed = Session.fromJsonl(jsonl)
-resumed.deriveMessages()
-const afterResume = memory()
-const events = resumed.events
-const afterEvents = memory()
+// Measured in a fresh child process: in this one, what the earlier phases
+// free between two readings (and whether the allocator hands it back to
+// the system) would move the difference either way.
+const memoryFile = path.join(os.tmpdir(), `dsh-bench-memory-${process.pid}.jsonl`)
+fs.writeFileSync(memoryFile, jsonl)
+const retained = JSON.parse(
+  execFileSync(process.execPath, ['--expose-gc', fileURLToPath(import.meta.url), '--memory', memoryFile], {
+    encoding: 'utf8',
+  }),
+)
+fs.rmSync(memoryFile, { force: true })
 const perEvent = (a, b, k) => ((b[k] - a[k]) / ops.length).toFixed(0)
+const [base, afterResume, afterEvents] = retained
 
 const row = (name, value, target = '') => console.log(`${name.padEnd(58)} ${String(value).padStart(14)}  ${target}`)
 console.log('')
@@ -155,4 +179,4 @@ row('  of which JS heap (B/event)', perEvent(base, afterResume, 'heap'))
 row('after events is first read (B/event, rss)', perEvent(base, afterEvents, 'rss'))
 row('  of which JS heap (B/event)', perEvent(base, afterEvents, 'heap'))
 row('JSONL size (B/event)', (Buffer.byteLength(jsonl) / ops.length).toFixed(0))
-if (events.length !== ops.length) throw new Error('resumed session lost events')
+

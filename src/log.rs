@@ -38,8 +38,13 @@ pub struct Texts {
     spans: Vec<(usize, usize)>,
 }
 
-/// The capacity of a new buffer (a larger text gets a buffer of its own size).
-const TEXT_CHUNK_BYTES: usize = 4 << 20;
+/// Bounds on the capacity of a new buffer: about what the texts before it
+/// take (so buffers double as a session grows), at least the smaller bound
+/// and at most the larger (a larger text gets a buffer of its own size).
+/// Buffers of the larger size are mapped on their own by the allocator and
+/// returned to the system when the session goes.
+const TEXT_CHUNK_MIN: usize = 64 << 10;
+const TEXT_CHUNK_MAX: usize = 32 << 20;
 
 impl Texts {
     pub fn len(&self) -> usize {
@@ -71,8 +76,8 @@ impl Texts {
         if full {
             let base = self.end();
             self.bases.push(base);
-            self.chunks
-                .push(String::with_capacity(bytes.max(TEXT_CHUNK_BYTES)));
+            let size = base.clamp(TEXT_CHUNK_MIN, TEXT_CHUNK_MAX);
+            self.chunks.push(String::with_capacity(bytes.max(size)));
         }
         let last = self.chunks.len() - 1;
         &mut self.chunks[last]
@@ -563,56 +568,57 @@ impl Log {
         verify: &(dyn Fn(&str, usize, &EventText<'_>) -> bool + Sync),
     ) -> Result<Log, (usize, Option<CoreError>, String)> {
         let buffer = text.as_str();
-        let read_all =
-            |from: usize, part: &[(usize, usize)]| -> Vec<Result<EventText<'_>, ReadError>> {
-                part.iter()
-                    .enumerate()
-                    // A blank line inside the log reads as unparsable.
-                    .map(|(i, &(s, e))| {
-                        read_event(&buffer[s..e], from + i).and_then(|event| {
-                            if verify(buffer, from + i, &event) {
-                                Ok(event)
-                            } else {
-                                Err(ReadError::Unparsable)
-                            }
-                        })
-                    })
-                    .collect()
-            };
-        let reads = if spans.len() >= PARALLEL_MIN_LINES {
+        let read = |index: usize, (s, e): (usize, usize)| {
+            // A blank line inside the log reads as unparsable.
+            read_event(&buffer[s..e], index).and_then(|event| {
+                if verify(buffer, index, &event) {
+                    Ok(event)
+                } else {
+                    Err(ReadError::Unparsable)
+                }
+            })
+        };
+        let read_all = |from: usize, part: &[(usize, usize)]| -> Vec<_> {
+            part.iter()
+                .enumerate()
+                .map(|(i, &span)| read(from + i, span))
+                .collect()
+        };
+        // The fold records spans only; the log takes the buffer after it.
+        let mut log = Log::new(header);
+        let mut fold = |index: usize, r: Result<EventText<'_>, ReadError>| {
+            let (s, e) = spans[index];
+            log.accept_read(r, index, TextRef::Span(s, e))
+                .map_err(|err| (index, err))
+        };
+        let folded = if spans.len() >= PARALLEL_MIN_LINES {
+            // A helper reads the second half while this thread reads and
+            // folds the first (the fold is in order), then folds the rest.
             let mid = spans.len() / 2;
             std::thread::scope(|scope| {
                 let second = scope.spawn(|| {
                     lower_priority();
                     read_all(mid, &spans[mid..])
                 });
-                let mut first = read_all(0, &spans[..mid]);
-                match second.join() {
-                    Ok(rest) => {
-                        first.extend(rest);
-                        first
-                    }
-                    // A panicking reader is a bug; read the rest here instead.
-                    Err(_) => {
-                        first.extend(read_all(mid, &spans[mid..]));
-                        first
-                    }
+                for (index, &span) in spans[..mid].iter().enumerate() {
+                    fold(index, read(index, span))?;
                 }
+                // A panicking reader is a bug; read the rest here instead.
+                let rest = second
+                    .join()
+                    .unwrap_or_else(|_| read_all(mid, &spans[mid..]));
+                for (k, r) in rest.into_iter().enumerate() {
+                    fold(mid + k, r)?;
+                }
+                Ok(())
             })
         } else {
-            read_all(0, spans)
+            spans
+                .iter()
+                .enumerate()
+                .try_for_each(|(index, &span)| fold(index, read(index, span)))
         };
-        // The fold records spans only; the log takes the buffer after it.
-        let mut log = Log::new(header);
-        let mut failed = None;
-        for (index, read) in reads.into_iter().enumerate() {
-            let (s, e) = spans[index];
-            if let Err(err) = log.accept_read(read, index, TextRef::Span(s, e)) {
-                failed = Some((index, err));
-                break;
-            }
-        }
-        if let Some((index, err)) = failed {
+        if let Err((index, err)) = folded {
             return Err((index, err, text));
         }
         log.texts.adopt_buffer(text);
@@ -850,7 +856,7 @@ mod tests {
         let mut t = Texts::default();
         t.push_span(5, 7);
         t.adopt_buffer("head\nab".to_string());
-        let big = "x".repeat(TEXT_CHUNK_BYTES + 3);
+        let big = "x".repeat(TEXT_CHUNK_MIN + 3);
         let first_chunk = t.chunks[0].as_ptr();
         t.push("cd");
         let second = t.chunks[1].as_ptr();

@@ -276,9 +276,7 @@ fn push_integer(out: &mut String, mut n: u64) {
             break;
         }
     }
-    for &d in &digits[at..] {
-        out.push(d as char);
-    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
 }
 
 /// Append the event text of an `events` row (`seq, type, time, data,
@@ -746,6 +744,15 @@ mod tests {
         let slow = summary(read_rows(&conn, "db", "s", header));
         assert_eq!(fast, slow);
         fast
+    }
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for n in [0, 7, 10, 1_700_000_000_000, u64::MAX] {
+            let mut out = String::from("x");
+            push_integer(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
     }
 
     #[test]

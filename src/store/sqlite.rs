@@ -561,29 +561,77 @@ impl SqliteBackend {
     }
 
     fn insert_events(&self, tx: &Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
+        let rows = texts
+            .iter()
+            .map(|t| columns(t))
+            .collect::<CoreResult<Vec<_>>>()?;
+        let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
+        if rows.len() >= ROWS_PER_INSERT {
+            let mut many = tx.prepare_cached(&INSERT_EVENTS).map_err(|e| self.err(e))?;
+            for chunk in chunks.by_ref() {
+                let mut at = 1;
+                for c in chunk {
+                    bind_row(&mut many, at, id, c).map_err(|e| self.err(e))?;
+                    at += 7;
+                }
+                match many.raw_execute() {
+                    Ok(_) => {}
+                    // Which seq is taken: the row-by-row insert names it.
+                    Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                        self.insert_rows(tx, id, chunk)?
+                    }
+                    Err(e) => return Err(self.err(e)),
+                }
+            }
+        }
+        self.insert_rows(tx, id, chunks.remainder())
+    }
+
+    /// Insert rows one statement each.
+    fn insert_rows(&self, tx: &Transaction<'_>, id: &str, rows: &[Columns<'_>]) -> CoreResult<()> {
         let mut stmt = tx.prepare_cached(INSERT_EVENT).map_err(|e| self.err(e))?;
-        for text in texts {
-            let c = columns(text)?;
-            stmt.execute(params![
-                id,
-                c.seq,
-                c.ty,
-                c.time,
-                c.data,
-                c.source_event_seqs,
-                c.surface_op
-            ])
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(ErrorCode::ConstraintViolation) => CoreError::SeqMismatch(format!(
-                    "append seq mismatch for {}: the database already holds seq {}",
-                    crate::json::quote(id),
-                    c.seq
-                )),
-                _ => self.err(e),
-            })?;
+        for c in rows {
+            bind_row(&mut stmt, 1, id, c).map_err(|e| self.err(e))?;
+            stmt.raw_execute()
+                .map_err(|e| match e.sqlite_error_code() {
+                    Some(ErrorCode::ConstraintViolation) => CoreError::SeqMismatch(format!(
+                        "append seq mismatch for {}: the database already holds seq {}",
+                        crate::json::quote(id),
+                        c.seq
+                    )),
+                    _ => self.err(e),
+                })?;
         }
         Ok(())
     }
+}
+
+/// Rows per multi-row INSERT: one statement step for many rows costs a
+/// third less than a step per row (7 parameters a row, far below SQLite's
+/// limit of 32766).
+const ROWS_PER_INSERT: usize = 32;
+
+static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES {}",
+        vec!["(?, ?, ?, ?, ?, ?, ?)"; ROWS_PER_INSERT].join(", ")
+    )
+});
+
+/// Bind one row's seven values from parameter `at` on.
+fn bind_row(
+    stmt: &mut rusqlite::Statement<'_>,
+    at: usize,
+    id: &str,
+    c: &Columns<'_>,
+) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(at, id)?;
+    stmt.raw_bind_parameter(at + 1, c.seq)?;
+    stmt.raw_bind_parameter(at + 2, &c.ty)?;
+    stmt.raw_bind_parameter(at + 3, c.time)?;
+    stmt.raw_bind_parameter(at + 4, c.data)?;
+    stmt.raw_bind_parameter(at + 5, &c.source_event_seqs)?;
+    stmt.raw_bind_parameter(at + 6, &c.surface_op)
 }
 
 impl Backend for SqliteBackend {
@@ -744,6 +792,63 @@ mod tests {
         let slow = summary(read_rows(&conn, "db", "s", header));
         assert_eq!(fast, slow);
         fast
+    }
+
+    #[test]
+    fn a_taken_seq_inside_a_multi_row_insert_is_named_and_nothing_is_stored() {
+        let b = SqliteBackend::new(":memory:".into(), "wal".into());
+        let key = Key {
+            id: "m".into(),
+            file: String::new(),
+        };
+        let lines = |from: u64, to: u64| -> String {
+            (from..to)
+                .map(|seq| format!("{{\"type\":\"x\",\"seq\":{seq},\"time\":1,\"data\":{{}}}}\n"))
+                .collect()
+        };
+        let batch = |from: u64, to: u64| Batch {
+            first_seq: from,
+            count: (to - from) as usize,
+            lines: lines(from, to),
+        };
+        b.create_log(
+            &key,
+            &SessionHeader::minimal("m", 1.0),
+            &batch(0, 1),
+            &mut (),
+        )
+        .unwrap();
+        // Another writer took seq 35: inside the second 32-row statement (seqs 33..=64).
+        b.with(|c| {
+            c.execute(
+                "INSERT INTO events (session_id, seq, type, time, data) VALUES ('m', 35, 'x', 1, '{}')",
+                [],
+            )
+            .map_err(|e| b.err(e))
+        })
+        .unwrap();
+        let err = b.append(&key, &batch(1, 80), &mut ()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "append seq mismatch for \"m\": the database already holds seq 35"
+        );
+        let count: i64 = b
+            .with(|c| {
+                c.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+                    .map_err(|e| b.err(e))
+            })
+            .unwrap();
+        assert_eq!(count, 2);
+        // Without the collision, all 79 rows go in (two full statements and a remainder).
+        b.with(|c| {
+            c.execute("DELETE FROM events WHERE seq = 35", [])
+                .map_err(|e| b.err(e))
+        })
+        .unwrap();
+        b.append(&key, &batch(1, 80), &mut ()).unwrap();
+        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        assert_eq!(log.len(), 80);
+        assert_eq!(log.text(79), Some(lines(79, 80).trim_end()));
     }
 
     #[test]

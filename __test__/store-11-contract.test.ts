@@ -339,6 +339,27 @@ for (const { kind, make } of STORES) {
       )
     }, 120_000)
 
+    it('writes nothing of pending texts the session itself refuses', async () => {
+      // A type with a lone surrogate: JSON.stringify escapes it, and the
+      // native log cannot decode it. The write overlaps the session taking
+      // its texts, so both must refuse it before anything is stored.
+      const { store, reopen } = setup(make, `${kind}-flush-refused`)
+      const session = new Session('u', [], header('u'))
+      session.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } })
+      expect(await store.flush(session)).toBe(1)
+      session.append('x\uD800', {})
+      expect((await rejection(store.flush(session))).code).toBe('INVALID_ARGUMENT')
+      session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
+      expect((await rejection(store.flush(session))).code).toBe('INVALID_ARGUMENT')
+      // Only the first event is stored: the load repairs an open turn (had
+      // the refused texts been written, the turn/end after them would make
+      // them committed corruption and the load would reject).
+      const loaded = await reopen().load('u')
+      expect(loaded.events[0]).toEqual(session.events[0])
+      expect(loaded.events.map((e) => e.type)).toEqual(['turn/start', 'turn/end'])
+      expect(loaded.events[1].data).toEqual({ turn: 1, reason: { kind: 'interrupted' } })
+    })
+
     it('rejects a live session whose id has another stored history', async () => {
       const { store, reopen } = setup(make, `${kind}-collide`)
       await store.create(header('x'))

@@ -600,13 +600,16 @@ impl Log {
                     lower_priority();
                     read_all(mid, &spans[mid..])
                 });
-                for (index, &span) in spans[..mid].iter().enumerate() {
-                    fold(index, read(index, span))?;
-                }
-                // A panicking reader is a bug; read the rest here instead.
+                let first = spans[..mid]
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(index, &span)| fold(index, read(index, span)));
+                // Joined whatever the first half gave: a panicking reader is
+                // a bug, and the rest is then read here instead.
                 let rest = second
                     .join()
                     .unwrap_or_else(|_| read_all(mid, &spans[mid..]));
+                first?;
                 for (k, r) in rest.into_iter().enumerate() {
                     fold(mid + k, r)?;
                 }

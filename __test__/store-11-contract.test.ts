@@ -347,7 +347,7 @@ for (const { kind, make } of STORES) {
       const session = new Session('u', [], header('u'))
       session.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } })
       expect(await store.flush(session)).toBe(1)
-      session.append('x\uD800', {})
+      ;(session.append as (...a: unknown[]) => unknown)('x\uD800', {})
       expect((await rejection(store.flush(session))).code).toBe('INVALID_ARGUMENT')
       session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
       expect((await rejection(store.flush(session))).code).toBe('INVALID_ARGUMENT')

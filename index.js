@@ -165,6 +165,8 @@ function SessionId(id) {
 // ---------------------------------------------------------------- Session
 
 const INTERNAL = Symbol('internal construction')
+/** Events parsed per native call when `events` is first read. */
+const EVENTS_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
@@ -318,9 +320,14 @@ class Session {
   get events() {
     if (this.#eventsCache !== undefined) return this.#eventsCache
     if (this.#objsFrom > 0) {
-      const head = JSON.parse(this.#native.eventsJson(0, this.#objsFrom))
-      for (let i = 0; i < head.length; i++) deepFreeze(head[i])
-      this.#objs = head.length === 0 ? this.#objs : head.concat(this.#objs)
+      // In slices: the JSON text of a whole long log at once would be a
+      // transient as large as the log, twice (native and JS).
+      const head = []
+      for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
+        const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
+        for (let i = 0; i < slice.length; i++) head.push(deepFreeze(slice[i]))
+      }
+      this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
     }
     this.#eventsCache = freeze(this.#objs.slice())

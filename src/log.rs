@@ -143,7 +143,7 @@ pub fn at_low_priority<T: Send>(work: impl FnOnce() -> T + Send) -> Option<T> {
 
 /// Let the JS thread win a core over this helper thread: it only uses what
 /// is idle (on Linux a thread's nice value is its own).
-fn lower_priority() {
+pub(crate) fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: setpriority has no memory effects; who = 0 is this thread on Linux.
     unsafe {

@@ -365,11 +365,11 @@ fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> b
         && blank(text.get(at + field.len()..end))
 }
 
-/// About how many bytes the event texts of session `id` take: its rows'
-/// share of the database, plus the envelope around each. Reserving that
-/// spares copying the buffer as it grows; it costs a count over the
-/// session's index entries and two lookups.
-fn texts_estimate(conn: &Connection, id: &str) -> usize {
+/// How many rows session `id` has, and about how many bytes their event
+/// texts take: the rows' share of the database, plus the envelope around
+/// each. Reserving that spares copying the buffer as it grows; it costs a
+/// count over the session's index entries and two lookups.
+fn texts_estimate(conn: &Connection, id: &str) -> (u64, usize) {
     let sizes = conn.query_row(
         "SELECT (SELECT count(*) FROM events WHERE session_id = ?1), \
                 (SELECT max(rowid) FROM events), \
@@ -384,7 +384,7 @@ fn texts_estimate(conn: &Connection, id: &str) -> usize {
         },
     );
     let Ok((Some(rows), Some(all_rows), Some(bytes))) = sizes else {
-        return 0;
+        return (0, 0);
     };
     let (rows, all_rows, bytes) = (
         rows.max(0) as u64,
@@ -392,7 +392,140 @@ fn texts_estimate(conn: &Connection, id: &str) -> usize {
         bytes.max(0) as u64,
     );
     let estimate = rows.min(all_rows) * (bytes / all_rows + 64);
-    usize::try_from(estimate.min(bytes + rows * 64)).unwrap_or(0)
+    (
+        rows,
+        usize::try_from(estimate.min(bytes + rows * 64)).unwrap_or(0),
+    )
+}
+
+/// Rows of one session spliced into one buffer (see `splice_row`).
+#[derive(Default)]
+struct SplicedRows {
+    text: String,
+    spans: Vec<(usize, usize)>,
+    columns: Vec<Spliced>,
+    /// Rows read, those that could not form an event included.
+    rows: usize,
+    /// Whether every row formed an event.
+    whole: bool,
+}
+
+impl SplicedRows {
+    /// Append `other` (rows that follow these): its offsets move by this
+    /// buffer's length.
+    fn extend(&mut self, other: SplicedRows) {
+        let at = self.text.len();
+        let shift = |(s, e): (usize, usize)| (s + at, e + at);
+        self.text.push_str(&other.text);
+        self.spans.extend(other.spans.into_iter().map(shift));
+        self.columns
+            .extend(other.columns.into_iter().map(|c| Spliced {
+                data: shift(c.data),
+                sources: c.sources.map(shift),
+                op: c.op.map(shift),
+            }));
+        self.rows += other.rows;
+        self.whole &= other.whole;
+    }
+}
+
+/// Splice the rows `sql` selects (seq order) for `params`; `capacity`
+/// bytes are reserved for the text first (a hint).
+fn splice_rows(
+    conn: &Connection,
+    path: &str,
+    sql: &str,
+    params: impl rusqlite::Params,
+    capacity: usize,
+) -> CoreResult<SplicedRows> {
+    let mut out = SplicedRows {
+        whole: true,
+        ..SplicedRows::default()
+    };
+    let _ = out.text.try_reserve(capacity);
+    let mut stmt = conn.prepare_cached(sql).map_err(|e| sql_err(path, e))?;
+    let mut rows = stmt.query(params).map_err(|e| sql_err(path, e))?;
+    while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+        out.rows += 1;
+        if !out.whole {
+            continue;
+        }
+        match splice_row(&mut out.text, row).map_err(|e| sql_err(path, e))? {
+            Some((span, spliced)) => {
+                out.spans.push(span);
+                out.columns.push(spliced);
+            }
+            None => out.whole = false,
+        }
+    }
+    Ok(out)
+}
+
+/// Sessions with at least this many rows are read on two connections.
+const PARALLEL_MIN_ROWS: u64 = 16_384;
+
+/// Splice every row of session `id`. A long session's second half is read
+/// on a second (read-only) connection of its own thread while this one
+/// reads the first: only when `parallel` (the caller holds the write lock,
+/// so both see the same rows) and the database is a file.
+fn splice_session(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+    parallel: bool,
+) -> CoreResult<SplicedRows> {
+    let (rows, bytes) = texts_estimate(conn, id);
+    let split = if parallel && rows >= PARALLEL_MIN_ROWS && path != ":memory:" {
+        conn.query_row(
+            "SELECT seq FROM events WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
+            rusqlite::params![id, (rows / 2) as i64],
+            |r| r.get::<_, i64>(0),
+        )
+        .ok()
+    } else {
+        None
+    };
+    let Some(split) = split else {
+        return splice_rows(conn, path, EVENT_ROWS, [id], bytes);
+    };
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            crate::log::lower_priority();
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let other = Connection::open_with_flags(path, flags).ok()?;
+            other.busy_timeout(Duration::from_secs(5)).ok()?;
+            splice_rows(
+                &other,
+                path,
+                EVENT_ROWS_FROM,
+                rusqlite::params![id, split],
+                bytes / 2,
+            )
+            .ok()
+        });
+        let first = splice_rows(
+            conn,
+            path,
+            EVENT_ROWS_BEFORE,
+            rusqlite::params![id, split],
+            bytes,
+        );
+        (first, second.join().ok().flatten())
+    });
+    let mut all = first?;
+    // Without its own connection (or if it failed), read the rest here.
+    let second = match second {
+        Some(rest) => rest,
+        None => splice_rows(conn, path, EVENT_ROWS_FROM, rusqlite::params![id, split], 0)?,
+    };
+    all.extend(second);
+    if all.rows as u64 != rows {
+        // A row the split missed (a seq that is not a number compares
+        // with neither half): read them all in one query instead.
+        return splice_rows(conn, path, EVENT_ROWS, [id], bytes);
+    }
+    Ok(all)
 }
 
 /// Read session `id` of the database at `path` and repair it in memory
@@ -408,36 +541,28 @@ pub fn read_session(
     path: &str,
     id: &str,
 ) -> CoreResult<Option<(Repaired, usize)>> {
+    read_session_with(conn, path, id, false)
+}
+
+/// `read_session`; `parallel`: the caller holds the database's write lock
+/// (see `splice_session`).
+fn read_session_with(
+    conn: &Connection,
+    path: &str,
+    id: &str,
+    parallel: bool,
+) -> CoreResult<Option<(Repaired, usize)>> {
     let Some(row) = header_row(conn, path, id)? else {
         return Ok(None);
     };
     let header = header_of(id, row)?;
-    let mut text = String::new();
-    // Only a hint: a failed reservation leaves the buffer to grow.
-    let _ = text.try_reserve(texts_estimate(conn, id));
-    let mut spans = Vec::new();
-    let mut columns = Vec::new();
-    let mut rows_read = 0;
-    let mut whole = true;
-    {
-        let mut stmt = conn
-            .prepare_cached(EVENT_ROWS)
-            .map_err(|e| sql_err(path, e))?;
-        let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
-        while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
-            rows_read += 1;
-            if !whole {
-                continue;
-            }
-            match splice_row(&mut text, row).map_err(|e| sql_err(path, e))? {
-                Some((span, spliced)) => {
-                    spans.push(span);
-                    columns.push(spliced);
-                }
-                None => whole = false,
-            }
-        }
-    }
+    let SplicedRows {
+        text,
+        spans,
+        columns,
+        rows,
+        whole,
+    } = splice_session(conn, path, id, parallel)?;
     if whole {
         let verify = |text: &str, i: usize, e: &crate::event::EventText<'_>| {
             columns.get(i).is_some_and(|c| {
@@ -447,7 +572,7 @@ pub fn read_session(
             })
         };
         if let Ok(log) = Log::from_spans(header.clone(), text, &spans, &verify) {
-            return Ok(Some((load::complete(id, log)?, rows_read)));
+            return Ok(Some((load::complete(id, log)?, rows)));
         }
     } else {
         drop(text);
@@ -458,6 +583,10 @@ pub fn read_session(
 
 const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
      WHERE session_id = ?1 ORDER BY seq";
+const EVENT_ROWS_BEFORE: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op \
+     FROM events WHERE session_id = ?1 AND seq < ?2 ORDER BY seq";
+const EVENT_ROWS_FROM: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op \
+     FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq";
 
 /// `read_session` for a database with a row that cannot be read as it is:
 /// each row becomes an event text or a damaged record, and the log is
@@ -648,7 +777,9 @@ impl Backend for SqliteBackend {
         let id = key.id.as_str();
         // One immediate transaction: the rows read are the rows repaired.
         self.write(|tx| {
-            let Some((repaired, _)) = read_session(tx, &self.path, id)? else {
+            // The immediate transaction holds the write lock: a second
+            // connection may read half the rows.
+            let Some((repaired, _)) = read_session_with(tx, &self.path, id, true)? else {
                 return Ok(None);
             };
             if repaired.torn {
@@ -852,6 +983,47 @@ mod tests {
         let log = b.load(&key, &mut ()).unwrap().unwrap();
         assert_eq!(log.len(), 80);
         assert_eq!(log.text(79), Some(lines(79, 80).trim_end()));
+    }
+
+    #[test]
+    fn a_long_session_read_on_two_connections_is_the_same_log() {
+        let dir = std::env::temp_dir().join(format!("dsh-sqlite-two-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.db").to_string_lossy().into_owned();
+        let b = SqliteBackend::new(path.clone(), "wal".into());
+        let key = Key {
+            id: "long".into(),
+            file: String::new(),
+        };
+        let n = PARALLEL_MIN_ROWS + 1001;
+        let lines: String = (0..n)
+            .map(|seq| {
+                format!(
+                    "{{\"type\":\"x\",\"seq\":{seq},\"time\":{seq},\"data\":{{\"n\":{seq}}}}}\n"
+                )
+            })
+            .collect();
+        let batch = Batch {
+            first_seq: 0,
+            count: n as usize,
+            lines,
+        };
+        b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
+            .unwrap();
+        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        let slow = b
+            .with(|c| {
+                let header = header_of("long", header_row(c, &path, "long")?.unwrap())?;
+                read_rows(c, &path, "long", header)
+            })
+            .unwrap();
+        assert_eq!(log.len(), n as usize);
+        assert_eq!(
+            log.events_json(0, log.len()),
+            slow.0.log.events_json(0, slow.0.log.len())
+        );
+        b.close();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -438,42 +438,6 @@ fn payload_fields_wanted(raw_type: &str) -> bool {
     matches!(raw_type, "\"request/header\"" | "\"assistant/message\"") || raw_type.contains('\\')
 }
 
-/// The element texts of a JSON array (validated), e.g. `JSON.stringify` of
-/// an array of events.
-pub fn split_array(text: &str) -> Scan<Vec<&str>> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-    };
-    s.ws();
-    s.expect(b'[')?;
-    let mut items = Vec::new();
-    s.ws();
-    if s.peek() == Some(b']') {
-        s.pos += 1;
-    } else {
-        loop {
-            items.push(s.value(1, None)?);
-            s.ws();
-            match s.peek() {
-                Some(b',') => s.pos += 1,
-                Some(b']') => {
-                    s.pos += 1;
-                    break;
-                }
-                _ => return syntax(),
-            }
-        }
-    }
-    s.ws();
-    if s.pos == s.b.len() {
-        Ok(items)
-    } else {
-        syntax()
-    }
-}
-
 /// The raw text of payload field `name`.
 pub fn data_field<'a>(fields: &Fields<'a>, name: &str) -> Option<&'a str> {
     fields
@@ -498,17 +462,6 @@ mod tests {
         assert_eq!(f.surface_op, Some(r#""append""#));
         assert_eq!(data_field(&f, "x"), Some(r#"[1,{"y":"z"}]"#));
         assert!(!f.foreign_key);
-    }
-
-    #[test]
-    fn splits_arrays_into_element_texts() {
-        assert_eq!(
-            split_array(r#"[{"a":[1,2]}, "x" ,3]"#),
-            Ok(vec![r#"{"a":[1,2]}"#, r#""x""#, "3"])
-        );
-        assert_eq!(split_array(" [ ] "), Ok(vec![]));
-        assert_eq!(split_array("[1,]"), Err(TextDefect::Syntax));
-        assert_eq!(split_array("{}"), Err(TextDefect::Syntax));
     }
 
     #[test]

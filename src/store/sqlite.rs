@@ -1022,6 +1022,24 @@ mod tests {
             log.events_json(0, log.len()),
             slow.0.log.events_json(0, slow.0.log.len())
         );
+        // A torn last row (in the half the second connection reads) is
+        // dropped by the repair, durably, as on one connection.
+        b.with(|c| {
+            c.execute(
+                "INSERT INTO events (session_id, seq, type, time, data) VALUES ('long', ?1, 'x', 1, '{')",
+                [n as i64],
+            )
+            .map_err(|e| b.err(e))
+        })
+        .unwrap();
+        assert_eq!(b.load(&key, &mut ()).unwrap().unwrap().len(), n as usize);
+        let rows: i64 = b
+            .with(|c| {
+                c.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+                    .map_err(|e| b.err(e))
+            })
+            .unwrap();
+        assert_eq!(rows, n as i64);
         b.close();
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -534,19 +534,12 @@ class Session {
     return new Session(INTERNAL, child, objs)
   }
 
-  /** The native log with every event's text handed over (stores, tools). */
-  static #syncedNative(session) {
-    session.#sync()
-    return session.#native
-  }
-
   /** The native log and the texts it does not hold yet (a store flush). */
   static #unsynced(session) {
     return { native: session.#native, pending: session.#pending() }
   }
 
   static {
-    internal.syncedNative = (session) => Session.#syncedNative(session)
     internal.unsynced = (session) => Session.#unsynced(session)
     internal.attachPending = (session, pending) => session.#attach(pending)
     internal.wrapNative = (native) => new Session(INTERNAL, native)

@@ -88,6 +88,22 @@ describe('JSONL round trip', () => {
     a.forEach((e, i) => expect(s.events[i]).toBe(e))
   })
 
+  it('reads the events of a long parsed session across its parsing slices', () => {
+    // `events` of a resumed session is parsed 8192 events at a time: two
+    // whole slices and a part of a third, every event in place and frozen.
+    const live = new Session('long')
+    const n = 8192 * 2 + 17
+    for (let i = 0; i < n; i++) appendAny(live, 'plugin/x', { i, text: `event ${i}` })
+    const copy = Session.fromJsonl(live.toJsonl())
+    const events = copy.events
+    expect(events).toHaveLength(n)
+    expect(events).toEqual(live.events)
+    for (const i of [0, 8191, 8192, 16383, 16384, n - 1]) {
+      expect(events[i].seq).toBe(i)
+      expect(isDeepFrozen(events[i])).toBe(true)
+    }
+  })
+
   it('continues a parsed session with live appends', () => {
     const { text: file, header } = readLog('agent-basic')
     const s = Session.fromJsonl(file)

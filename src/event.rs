@@ -278,8 +278,57 @@ fn legacy_seed(legacy: Legacy, index: usize) -> CoreError {
     CoreError::LegacyVocabulary(legacy.uses_message(&format!("seed event at index {index}")))
 }
 
-/// Build one event's JSON text the way `JSON.stringify` writes the envelope
-/// the TypeScript core builds (`type, seq, time, data, sourceEventSeqs?, surfaceOp?`).
+/// Where the payload texts landed in an event text (byte ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventSpans {
+    pub data: (usize, usize),
+    pub source_event_seqs: Option<(usize, usize)>,
+    pub surface_op: Option<(usize, usize)>,
+}
+
+/// Append one event's JSON text to `out` the way `JSON.stringify` writes the
+/// envelope the TypeScript core builds (`type, seq, time, data,
+/// sourceEventSeqs?, surfaceOp?`), the payload texts as they are; where
+/// they landed.
+pub fn push_event_text(
+    out: &mut String,
+    ty: &str,
+    seq: u64,
+    time: u64,
+    data: &str,
+    source_event_seqs: Option<&str>,
+    surface_op: Option<&str>,
+) -> EventSpans {
+    out.push_str("{\"type\":");
+    if ty.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Nothing to escape (every event type the vocabulary has).
+        out.push('"');
+        out.push_str(ty);
+        out.push('"');
+    } else {
+        out.push_str(&crate::json::quote(ty));
+    }
+    out.push_str(",\"seq\":");
+    push_integer(out, seq);
+    out.push_str(",\"time\":");
+    push_integer(out, time);
+    out.push_str(",\"data\":");
+    let mut push = |key: &str, text: &str| {
+        out.push_str(key);
+        let start = out.len();
+        out.push_str(text);
+        (start, out.len())
+    };
+    let spans = EventSpans {
+        data: push("", data),
+        source_event_seqs: source_event_seqs.map(|t| push(",\"sourceEventSeqs\":", t)),
+        surface_op: surface_op.map(|t| push(",\"surfaceOp\":", t)),
+    };
+    out.push('}');
+    spans
+}
+
+/// `push_event_text` into a string of its own.
 pub fn event_text(
     ty: &str,
     seq: u64,
@@ -289,29 +338,37 @@ pub fn event_text(
     surface_op: Option<&str>,
 ) -> String {
     let mut out = String::with_capacity(data.len() + ty.len() + 64);
-    out.push_str("{\"type\":");
-    out.push_str(&crate::json::quote(ty));
-    out.push_str(",\"seq\":");
-    out.push_str(&seq.to_string());
-    out.push_str(",\"time\":");
-    out.push_str(&time.to_string());
-    out.push_str(",\"data\":");
-    out.push_str(data);
-    if let Some(s) = source_event_seqs {
-        out.push_str(",\"sourceEventSeqs\":");
-        out.push_str(s);
-    }
-    if let Some(s) = surface_op {
-        out.push_str(",\"surfaceOp\":");
-        out.push_str(s);
-    }
-    out.push('}');
+    push_event_text(&mut out, ty, seq, time, data, source_event_seqs, surface_op);
     out
+}
+
+/// Append the decimal digits of `n` (no allocation).
+fn push_integer(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for n in [0, 7, 10, 1_700_000_000_000, u64::MAX] {
+            let mut out = String::from("x");
+            push_integer(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
+    }
 
     fn err(text: &str) -> String {
         match read_event(text, 2) {
@@ -383,5 +440,17 @@ mod tests {
             event_text("user/message", 3, 9, "{}", Some("[1]"), Some("\"append\"")),
             r#"{"type":"user/message","seq":3,"time":9,"data":{},"sourceEventSeqs":[1],"surfaceOp":"append"}"#
         );
+        // A type that needs escaping is quoted as serde_json quotes it.
+        assert_eq!(
+            event_text("a\"b\n", 0, 1, "1", None, None),
+            r#"{"type":"a\"b\n","seq":0,"time":1,"data":1}"#
+        );
+        // The spans name where each payload text landed.
+        let mut out = String::from("x");
+        let spans = push_event_text(&mut out, "t", 1, 2, "[3]", None, Some("\"append\""));
+        let at = |(s, e): (usize, usize)| &out[s..e];
+        assert_eq!(at(spans.data), "[3]");
+        assert_eq!(spans.source_event_seqs, None);
+        assert_eq!(spans.surface_op.map(at), Some("\"append\""));
     }
 }

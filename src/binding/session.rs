@@ -148,9 +148,9 @@ impl NativeSession {
             .collect()
     }
 
-    /// Hand over the JSON texts of live events not yet held natively, as
-    /// the UTF-8 bytes of one JSON array (a Buffer converts faster than a
-    /// string does).
+    /// Hand over the JSON texts of live events not yet held natively, a
+    /// line each, as UTF-8 bytes (a Buffer converts faster than a string
+    /// does).
     #[napi(js_name = "attachTexts")]
     pub fn attach_texts(&mut self, env: Env, lines: Buffer) -> Result<()> {
         let text = std::str::from_utf8(&lines).map_err(|_| {

@@ -5,7 +5,7 @@
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed};
 use crate::error::{CoreError, CoreResult};
-use crate::event::{event_text, read_event, ReadError};
+use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -243,108 +243,51 @@ fn header_row(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<[Sql
     }
 }
 
-/// Where a row's column texts landed in the event text built around them.
-#[derive(Debug, Clone, Copy)]
-struct Spliced {
-    data: (usize, usize),
-    sources: Option<(usize, usize)>,
-    op: Option<(usize, usize)>,
-}
-
-/// Append a column's text to `out`; where it landed. `None` for a text
-/// that is not UTF-8 or not on one line (the row-by-row read decides what
-/// a newline means there).
-fn push_column(out: &mut String, bytes: &[u8]) -> Option<(usize, usize)> {
+/// A column's text when it is UTF-8 on one line; `None` otherwise (the
+/// row-by-row read decides what a newline means there).
+fn line_column(bytes: &[u8]) -> Option<&str> {
     if bytes.contains(&b'\n') || bytes.contains(&b'\r') {
         return None;
     }
-    let s = std::str::from_utf8(bytes).ok()?;
-    let start = out.len();
-    out.push_str(s);
-    Some((start, out.len()))
-}
-
-/// Append the decimal digits of `n` (no allocation).
-fn push_integer(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+    std::str::from_utf8(bytes).ok()
 }
 
 /// Append the event text of an `events` row (`seq, type, time, data,
-/// source_event_seqs, surface_op`) to `out`, the envelope `event_text`
-/// writes around the column texts as they are; its span and where the
-/// columns landed. `None` (and `out` unchanged) when the column types
-/// cannot form an event.
+/// source_event_seqs, surface_op`) to `out`: the envelope `event_text`
+/// writes around the column texts as they are. Its span and where the
+/// columns landed; `None` (and `out` unchanged) when the columns cannot
+/// form an event that way.
 fn splice_row(
     out: &mut String,
     row: &rusqlite::Row<'_>,
-) -> rusqlite::Result<Option<((usize, usize), Spliced)>> {
-    let start = out.len();
+) -> rusqlite::Result<Option<((usize, usize), EventSpans)>> {
+    fn text(v: ValueRef<'_>) -> Option<&str> {
+        match v {
+            ValueRef::Text(bytes) => line_column(bytes),
+            _ => None,
+        }
+    }
+    // An absent optional column is NULL: `Some(None)`.
+    fn optional(v: ValueRef<'_>) -> Option<Option<&str>> {
+        match v {
+            ValueRef::Null => Some(None),
+            v => text(v).map(Some),
+        }
+    }
     let col = |i: usize| row.get_ref(i);
-    let (Some(seq), Some(time), ValueRef::Text(ty), ValueRef::Text(data)) = (
+    let (Some(seq), Some(time), Some(ty), Some(data), Some(sources), Some(op)) = (
         non_negative(col(0)?),
         non_negative(col(2)?),
-        col(1)?,
-        col(3)?,
+        col(1)?.as_str().ok(),
+        text(col(3)?),
+        optional(col(4)?),
+        optional(col(5)?),
     ) else {
         return Ok(None);
     };
-    let Ok(ty) = std::str::from_utf8(ty) else {
-        return Ok(None);
-    };
-    out.push_str("{\"type\":");
-    if ty.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        // Nothing to escape (every event type the vocabulary has).
-        out.push('"');
-        out.push_str(ty);
-        out.push('"');
-    } else {
-        out.push_str(&crate::json::quote(ty));
-    }
-    out.push_str(",\"seq\":");
-    push_integer(out, seq);
-    out.push_str(",\"time\":");
-    push_integer(out, time);
-    out.push_str(",\"data\":");
-    let mut spliced = Spliced {
-        data: (0, 0),
-        sources: None,
-        op: None,
-    };
-    let mut ok = true;
-    match push_column(out, data) {
-        Some(span) => spliced.data = span,
-        None => ok = false,
-    }
-    for (i, key, slot) in [
-        (4, ",\"sourceEventSeqs\":", &mut spliced.sources),
-        (5, ",\"surfaceOp\":", &mut spliced.op),
-    ] {
-        match col(i)? {
-            ValueRef::Null => {}
-            ValueRef::Text(bytes) if ok => {
-                out.push_str(key);
-                *slot = push_column(out, bytes);
-                ok = slot.is_some();
-            }
-            _ => ok = false,
-        }
-    }
-    out.push('}');
-    if !ok {
-        out.truncate(start);
-        return Ok(None);
-    }
-    Ok(Some(((start, out.len()), spliced)))
+    let start = out.len();
+    let spans = push_event_text(out, ty, seq, time, data, sources, op);
+    Ok(Some(((start, out.len()), spans)))
 }
 
 /// Whether `field` (a slice of `text`, or absent) is exactly what the
@@ -403,7 +346,7 @@ fn texts_estimate(conn: &Connection, id: &str) -> (u64, usize) {
 struct SplicedRows {
     text: String,
     spans: Vec<(usize, usize)>,
-    columns: Vec<Spliced>,
+    columns: Vec<EventSpans>,
     /// Rows read, those that could not form an event included.
     rows: usize,
     /// Whether every row formed an event.
@@ -419,10 +362,10 @@ impl SplicedRows {
         self.text.push_str(&other.text);
         self.spans.extend(other.spans.into_iter().map(shift));
         self.columns
-            .extend(other.columns.into_iter().map(|c| Spliced {
+            .extend(other.columns.into_iter().map(|c| EventSpans {
                 data: shift(c.data),
-                sources: c.sources.map(shift),
-                op: c.op.map(shift),
+                source_event_seqs: c.source_event_seqs.map(shift),
+                surface_op: c.surface_op.map(shift),
             }));
         self.rows += other.rows;
         self.whole &= other.whole;
@@ -567,8 +510,8 @@ fn read_session_with(
         let verify = |text: &str, i: usize, e: &crate::event::EventText<'_>| {
             columns.get(i).is_some_and(|c| {
                 is_column(text, Some(c.data), Some(e.data))
-                    && is_column(text, c.sources, e.source_event_seqs)
-                    && is_column(text, c.op, e.surface_op)
+                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                    && is_column(text, c.surface_op, e.surface_op)
             })
         };
         if let Ok(log) = Log::from_spans(header.clone(), text, &spans, &verify) {
@@ -892,6 +835,15 @@ mod tests {
         assert_eq!(text_of(r), None);
     }
 
+    /// An in-memory store and the key of session `id` in it.
+    fn memory_store(id: &str) -> (SqliteBackend, Key) {
+        let key = Key {
+            id: id.into(),
+            file: String::new(),
+        };
+        (SqliteBackend::new(":memory:".into(), "wal".into()), key)
+    }
+
     /// `read_session` (one read of every row) and `read_rows` (row by
     /// row) give the same repaired log for these rows of session "s".
     fn both_reads(rows: &[[SqlValue; 6]]) -> Result<(String, usize, bool), String> {
@@ -930,11 +882,7 @@ mod tests {
 
     #[test]
     fn a_taken_seq_inside_a_multi_row_insert_is_named_and_nothing_is_stored() {
-        let b = SqliteBackend::new(":memory:".into(), "wal".into());
-        let key = Key {
-            id: "m".into(),
-            file: String::new(),
-        };
+        let (b, key) = memory_store("m");
         let lines = |from: u64, to: u64| -> String {
             (from..to)
                 .map(|seq| format!("{{\"type\":\"x\",\"seq\":{seq},\"time\":1,\"data\":{{}}}}\n"))
@@ -1045,15 +993,6 @@ mod tests {
     }
 
     #[test]
-    fn integers_are_written_in_decimal() {
-        for n in [0, 7, 10, 1_700_000_000_000, u64::MAX] {
-            let mut out = String::from("x");
-            push_integer(&mut out, n);
-            assert_eq!(out, format!("x{n}"));
-        }
-    }
-
-    #[test]
     fn one_read_of_all_rows_agrees_with_the_row_by_row_read() {
         let text = |s: &str| SqlValue::Text(s.into());
         let row = |seq: i64, ty: &str, data: &str, src: Option<&str>, op: Option<&str>| {
@@ -1119,11 +1058,7 @@ mod tests {
 
     #[test]
     fn a_fresh_database_is_stamped_and_round_trips() {
-        let b = SqliteBackend::new(":memory:".into(), "wal".into());
-        let key = Key {
-            id: "s'; DROP TABLE sessions; --".into(),
-            file: String::new(),
-        };
+        let (b, key) = memory_store("s'; DROP TABLE sessions; --");
         let header = SessionHeader::minimal(&key.id, 5.0);
         let batch = Batch {
             first_seq: 0,

@@ -18,6 +18,12 @@ const PARALLEL_MIN_LINES: usize = 4096;
 /// Fewer surface nodes than this are derived on one thread.
 const PARALLEL_MIN_NODES: usize = 1024;
 
+/// Event texts to load: a buffer and each event's span in it.
+pub(crate) struct Part<'s> {
+    pub text: String,
+    pub spans: &'s [(usize, usize)],
+}
+
 /// Where an accepted event's text is: to copy in, or already in the buffer.
 enum TextRef<'a> {
     Copy(&'a str),
@@ -93,9 +99,26 @@ impl Texts {
     }
     /// Take a whole log text as the first buffer, keeping the spans
     /// already recorded (offsets into `text`); before any push.
+    #[cfg(test)]
     fn adopt_buffer(&mut self, text: String) {
-        self.chunks = vec![text];
-        self.bases = vec![0];
+        self.adopt_buffers(vec![text]);
+    }
+    /// Take log texts as the first buffers, one after another (a span's
+    /// offset is its buffer's start, the lengths before it summed, plus its
+    /// offset there); before any push.
+    fn adopt_buffers(&mut self, texts: Vec<String>) {
+        self.chunks = Vec::with_capacity(texts.len());
+        self.bases = Vec::with_capacity(texts.len());
+        let mut base = 0;
+        for text in texts {
+            // An empty buffer holds no text: skipping it moves no offset.
+            if text.is_empty() {
+                continue;
+            }
+            self.bases.push(base);
+            base += text.len();
+            self.chunks.push(text);
+        }
     }
     fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
@@ -603,86 +626,113 @@ impl Log {
         {
             events = &events[..events.len() - 1];
         }
-        Log::from_spans(header, text, events, &|_, _, _| true).map_err(|(index, err, text)| {
+        let parts = vec![Part {
+            text,
+            spans: events,
+        }];
+        Log::from_parts(header, parts, &|_, _, _, _| true).map_err(|(index, err, texts)| {
             let line = index + 2;
             let error = err.unwrap_or_else(|| {
                 CoreError::CorruptLog(format!(
                     "corrupt session log: unparsable event at line {line}"
                 ))
             });
+            let text = texts.into_iter().next().unwrap_or_default();
             (LineError { error, line }, text.into_bytes())
         })
     }
 
-    /// A log of the events at `spans` of `text`: each is read (validated,
-    /// split into fields) and passed to `verify` (with `text`), on two threads when there
-    /// are many; the surface fold then runs over them in order. The error
-    /// names the index of the first event that failed (`None`: unparsable,
-    /// or refused by `verify`).
-    pub(crate) fn from_spans(
+    /// A log of the events at the spans of `parts` (each part's spans are
+    /// offsets into its own text; the parts' events follow one another):
+    /// each is read (validated, split into fields) and passed to `verify`
+    /// (part, its text, index in the part, event), on two threads when
+    /// there are many; the surface fold then runs over them in order. The
+    /// log keeps the parts' texts as they are (nothing is copied). The
+    /// error names the index of the first event that failed (`None`:
+    /// unparsable, or refused by `verify`) and gives the texts back.
+    pub(crate) fn from_parts(
         header: SessionHeader,
-        text: String,
-        spans: &[(usize, usize)],
-        verify: &(dyn Fn(&str, usize, &EventText<'_>) -> bool + Sync),
-    ) -> Result<Log, (usize, Option<CoreError>, String)> {
-        let buffer = text.as_str();
-        let read = |index: usize, (s, e): (usize, usize)| {
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        // Each part's first event index and first byte offset.
+        let mut firsts = Vec::with_capacity(parts.len());
+        let mut bases = Vec::with_capacity(parts.len());
+        let (mut count, mut bytes) = (0, 0);
+        for part in &parts {
+            firsts.push(count);
+            bases.push(bytes);
+            count += part.spans.len();
+            bytes += part.text.len();
+        }
+        let read = |k: usize, i: usize| {
+            let part = &parts[k];
+            let (s, e) = part.spans[i];
             // A blank line inside the log reads as unparsable.
-            read_event(&buffer[s..e], index).and_then(|event| {
-                if verify(buffer, index, &event) {
+            read_event(&part.text[s..e], firsts[k] + i).and_then(|event| {
+                if verify(k, &part.text, i, &event) {
                     Ok(event)
                 } else {
                     Err(ReadError::Unparsable)
                 }
             })
         };
-        let read_all = |from: usize, part: &[(usize, usize)]| -> Vec<_> {
-            part.iter()
-                .enumerate()
-                .map(|(i, &span)| read(from + i, span))
-                .collect()
+        // Units of work: whole parts, or the halves of a lone long part.
+        let mut units: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        for (k, part) in parts.iter().enumerate() {
+            let n = part.spans.len();
+            if parts.len() == 1 && n >= PARALLEL_MIN_LINES {
+                units.push((k, 0..n / 2));
+                units.push((k, n / 2..n));
+            } else if n > 0 {
+                units.push((k, 0..n));
+            }
+        }
+        let read_unit = |(k, range): &(usize, std::ops::Range<usize>)| -> Vec<_> {
+            range.clone().map(|i| read(*k, i)).collect()
         };
-        // The fold records spans only; the log takes the buffer after it.
+        // The fold records spans only; the log takes the texts after it.
         let mut log = Log::new(header);
-        let mut fold = |index: usize, r: Result<EventText<'_>, ReadError>| {
-            let (s, e) = spans[index];
-            log.accept_read(r, index, TextRef::Span(s, e))
+        let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
+            let (s, e) = parts[k].spans[i];
+            let index = firsts[k] + i;
+            log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
                 .map_err(|err| (index, err))
         };
-        let folded = if spans.len() >= PARALLEL_MIN_LINES {
-            // A helper reads the second half while this thread reads and
+        let folded = if units.len() > 1 && count >= PARALLEL_MIN_LINES {
+            // A helper reads the later units while this thread reads and
             // folds the first (the fold is in order), then folds the rest.
-            let mid = spans.len() / 2;
+            let (first, later) = units.split_at(1);
             std::thread::scope(|scope| {
-                let second = scope.spawn(|| {
+                let helper = scope.spawn(|| {
                     lower_priority();
-                    read_all(mid, &spans[mid..])
+                    later.iter().map(read_unit).collect::<Vec<_>>()
                 });
-                let first = spans[..mid]
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(index, &span)| fold(index, read(index, span)));
-                // Joined whatever the first half gave: a panicking reader is
+                let (k, range) = &first[0];
+                let done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
+                // Joined whatever the first unit gave: a panicking reader is
                 // a bug, and the rest is then read here instead.
-                let rest = second
+                let rest = helper
                     .join()
-                    .unwrap_or_else(|_| read_all(mid, &spans[mid..]));
-                first?;
-                for (k, r) in rest.into_iter().enumerate() {
-                    fold(mid + k, r)?;
+                    .unwrap_or_else(|_| later.iter().map(read_unit).collect());
+                done?;
+                for ((k, range), reads) in later.iter().zip(rest) {
+                    for (i, r) in range.clone().zip(reads) {
+                        fold(*k, i, r)?;
+                    }
                 }
                 Ok(())
             })
         } else {
-            spans
+            units
                 .iter()
-                .enumerate()
-                .try_for_each(|(index, &span)| fold(index, read(index, span)))
+                .try_for_each(|(k, range)| range.clone().try_for_each(|i| fold(*k, i, read(*k, i))))
         };
+        let texts: Vec<String> = parts.into_iter().map(|p| p.text).collect();
         if let Err((index, err)) = folded {
-            return Err((index, err, text));
+            return Err((index, err, texts));
         }
-        log.texts.adopt_buffer(text);
+        log.texts.adopt_buffers(texts);
         Ok(log)
     }
 
@@ -977,6 +1027,103 @@ mod tests {
                 let sum: usize = (from..to).map(|i| t.get(i).unwrap().len()).sum();
                 assert!(t.span_bytes(from, to) >= sum, "{from}..{to}");
             }
+        }
+    }
+
+    #[test]
+    fn texts_adopt_several_buffers_and_grow_after_them() {
+        let mut t = Texts::default();
+        // "ab" and "c" in the first buffer, "de" in the third (the empty
+        // second buffer moves no offset).
+        for (s, e) in [(0, 2), (3, 4), (5, 7)] {
+            t.push_span(s, e);
+        }
+        t.adopt_buffers(vec!["ab\nc\n".into(), String::new(), "de".into()]);
+        t.push("fg");
+        let all: Vec<&str> = t.iter().collect();
+        assert_eq!(all, vec!["ab", "c", "de", "fg"]);
+        assert_eq!(t.chunks.len(), 3, "the empty buffer is not kept");
+        assert_eq!(t.get(4), None);
+    }
+
+    #[test]
+    fn a_log_read_from_two_parts_is_the_log_read_from_one() {
+        let header =
+            SessionHeader::from_line(r#"{"type":"session","version":0,"id":"p"}"#).expect("header");
+        let lines: Vec<String> = (0..PARALLEL_MIN_LINES + 7)
+            .map(|seq| {
+                let ty = match seq % 3 {
+                    0 => "turn/start",
+                    1 => "message/user",
+                    _ => "turn/end",
+                };
+                format!(r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{{"k":"é{seq}"}}}}"#)
+            })
+            .collect();
+        let spans_of = |ls: &[String]| {
+            let mut at = 0;
+            ls.iter()
+                .map(|l| {
+                    let span = (at, at + l.len());
+                    at += l.len() + 1;
+                    span
+                })
+                .collect::<Vec<_>>()
+        };
+        let joined = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+        let all = spans_of(&lines);
+        let one = Log::from_parts(
+            header.clone(),
+            vec![Part {
+                text: joined(&lines),
+                spans: &all,
+            }],
+            &|_, _, _, _| true,
+        )
+        .map_err(|e| e.0)
+        .expect("one part");
+        for cut in [1, 4096, lines.len() - 1] {
+            let (a, b) = lines.split_at(cut);
+            let (sa, sb) = (spans_of(a), spans_of(b));
+            let two = Log::from_parts(
+                header.clone(),
+                vec![
+                    Part {
+                        text: joined(a),
+                        spans: &sa,
+                    },
+                    Part {
+                        text: joined(b),
+                        spans: &sb,
+                    },
+                ],
+                &|_, _, _, _| true,
+            )
+            .map_err(|e| e.0)
+            .expect("two parts");
+            assert!(two.texts.iter().eq(one.texts.iter()), "cut at {cut}");
+            assert_eq!(two.to_jsonl(), one.to_jsonl());
+            // A bad event in the second part is named by its index in the log.
+            let mut bad = b.to_vec();
+            bad[0] = "{".into();
+            let sbad = spans_of(&bad);
+            let err = Log::from_parts(
+                header.clone(),
+                vec![
+                    Part {
+                        text: joined(a),
+                        spans: &sa,
+                    },
+                    Part {
+                        text: joined(&bad),
+                        spans: &sbad,
+                    },
+                ],
+                &|_, _, _, _| true,
+            )
+            .err()
+            .map(|e| (e.0, e.2.len()));
+            assert_eq!(err, Some((cut, 2)), "cut at {cut}");
         }
     }
 

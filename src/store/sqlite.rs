@@ -6,7 +6,7 @@ use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed};
 use crate::error::{CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
-use crate::log::Log;
+use crate::log::{Log, Part};
 use crate::session_header::SessionHeader;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
@@ -353,25 +353,6 @@ struct SplicedRows {
     whole: bool,
 }
 
-impl SplicedRows {
-    /// Append `other` (rows that follow these): its offsets move by this
-    /// buffer's length.
-    fn extend(&mut self, other: SplicedRows) {
-        let at = self.text.len();
-        let shift = |(s, e): (usize, usize)| (s + at, e + at);
-        self.text.push_str(&other.text);
-        self.spans.extend(other.spans.into_iter().map(shift));
-        self.columns
-            .extend(other.columns.into_iter().map(|c| EventSpans {
-                data: shift(c.data),
-                source_event_seqs: c.source_event_seqs.map(shift),
-                surface_op: c.surface_op.map(shift),
-            }));
-        self.rows += other.rows;
-        self.whole &= other.whole;
-    }
-}
-
 /// Splice the rows `sql` selects (seq order) for `params`; `capacity`
 /// bytes are reserved for the text first (a hint).
 fn splice_rows(
@@ -407,16 +388,17 @@ fn splice_rows(
 /// Sessions with at least this many rows are read on two connections.
 const PARALLEL_MIN_ROWS: u64 = 16_384;
 
-/// Splice every row of session `id`. A long session's second half is read
-/// on a second (read-only) connection of its own thread while this one
-/// reads the first: only when `parallel` (the caller holds the write lock,
-/// so both see the same rows) and the database is a file.
+/// Splice every row of session `id`, in seq order: one part, or two. A
+/// long session's second half is read on a second (read-only) connection
+/// of its own thread while this one reads the first, into a buffer of its
+/// own (the log keeps both): only when `parallel` (the caller holds the
+/// write lock, so both see the same rows) and the database is a file.
 fn splice_session(
     conn: &Connection,
     path: &str,
     id: &str,
     parallel: bool,
-) -> CoreResult<SplicedRows> {
+) -> CoreResult<Vec<SplicedRows>> {
     let (rows, bytes) = texts_estimate(conn, id);
     let split = if parallel && rows >= PARALLEL_MIN_ROWS && path != ":memory:" {
         conn.query_row(
@@ -429,7 +411,7 @@ fn splice_session(
         None
     };
     let Some(split) = split else {
-        return splice_rows(conn, path, EVENT_ROWS, [id], bytes);
+        return Ok(vec![splice_rows(conn, path, EVENT_ROWS, [id], bytes)?]);
     };
     let (first, second) = std::thread::scope(|scope| {
         let second = scope.spawn(|| {
@@ -452,23 +434,22 @@ fn splice_session(
             path,
             EVENT_ROWS_BEFORE,
             rusqlite::params![id, split],
-            bytes,
+            bytes / 2 + bytes / 16,
         );
         (first, second.join().ok().flatten())
     });
-    let mut all = first?;
+    let first = first?;
     // Without its own connection (or if it failed), read the rest here.
     let second = match second {
         Some(rest) => rest,
         None => splice_rows(conn, path, EVENT_ROWS_FROM, rusqlite::params![id, split], 0)?,
     };
-    all.extend(second);
-    if all.rows as u64 != rows {
+    if (first.rows + second.rows) as u64 != rows {
         // A row the split missed (a seq that is not a number compares
         // with neither half): read them all in one query instead.
-        return splice_rows(conn, path, EVENT_ROWS, [id], bytes);
+        return Ok(vec![splice_rows(conn, path, EVENT_ROWS, [id], bytes)?]);
     }
-    Ok(all)
+    Ok(vec![first, second])
 }
 
 /// Read session `id` of the database at `path` and repair it in memory
@@ -499,27 +480,36 @@ fn read_session_with(
         return Ok(None);
     };
     let header = header_of(id, row)?;
-    let SplicedRows {
-        text,
-        spans,
-        columns,
-        rows,
-        whole,
-    } = splice_session(conn, path, id, parallel)?;
-    if whole {
-        let verify = |text: &str, i: usize, e: &crate::event::EventText<'_>| {
-            columns.get(i).is_some_and(|c| {
-                is_column(text, Some(c.data), Some(e.data))
-                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
-                    && is_column(text, c.surface_op, e.surface_op)
-            })
-        };
-        if let Ok(log) = Log::from_spans(header.clone(), text, &spans, &verify) {
-            return Ok(Some((load::complete(id, log)?, rows)));
-        }
-    } else {
-        drop(text);
+    let spliced = splice_session(conn, path, id, parallel)?;
+    let rows = spliced.iter().map(|p| p.rows).sum();
+    if !spliced.iter().all(|p| p.whole) {
+        drop(spliced);
+        return read_rows(conn, path, id, header).map(Some);
     }
+    let mut texts = Vec::with_capacity(spliced.len());
+    let mut spans = Vec::with_capacity(spliced.len());
+    let mut columns = Vec::with_capacity(spliced.len());
+    for p in spliced {
+        texts.push(p.text);
+        spans.push(p.spans);
+        columns.push(p.columns);
+    }
+    let parts = texts
+        .into_iter()
+        .zip(&spans)
+        .map(|(text, spans)| Part { text, spans })
+        .collect();
+    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
+        columns.get(k).and_then(|c| c.get(i)).is_some_and(|c| {
+            is_column(text, Some(c.data), Some(e.data))
+                && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                && is_column(text, c.surface_op, e.surface_op)
+        })
+    };
+    if let Ok(log) = Log::from_parts(header.clone(), parts, &verify) {
+        return Ok(Some((load::complete(id, log)?, rows)));
+    }
+    // Free what the failed read held before the row-by-row one.
     drop((spans, columns));
     read_rows(conn, path, id, header).map(Some)
 }

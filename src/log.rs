@@ -1071,58 +1071,30 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let joined = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
-        let all = spans_of(&lines);
-        let one = Log::from_parts(
-            header.clone(),
-            vec![Part {
-                text: joined(&lines),
-                spans: &all,
-            }],
-            &|_, _, _, _| true,
-        )
-        .map_err(|e| e.0)
-        .expect("one part");
+        // The log of these groups of lines, one part each.
+        let read = |groups: &[&[String]]| {
+            let spans: Vec<_> = groups.iter().map(|g| spans_of(g)).collect();
+            let parts = groups
+                .iter()
+                .zip(&spans)
+                .map(|(g, spans)| Part {
+                    text: joined(g),
+                    spans,
+                })
+                .collect();
+            Log::from_parts(header.clone(), parts, &|_, _, _, _| true)
+                .map_err(|(index, _, texts)| (index, texts.len()))
+        };
+        let one = read(&[&lines]).expect("one part");
         for cut in [1, 4096, lines.len() - 1] {
             let (a, b) = lines.split_at(cut);
-            let (sa, sb) = (spans_of(a), spans_of(b));
-            let two = Log::from_parts(
-                header.clone(),
-                vec![
-                    Part {
-                        text: joined(a),
-                        spans: &sa,
-                    },
-                    Part {
-                        text: joined(b),
-                        spans: &sb,
-                    },
-                ],
-                &|_, _, _, _| true,
-            )
-            .map_err(|e| e.0)
-            .expect("two parts");
+            let two = read(&[a, b]).expect("two parts");
             assert!(two.texts.iter().eq(one.texts.iter()), "cut at {cut}");
             assert_eq!(two.to_jsonl(), one.to_jsonl());
             // A bad event in the second part is named by its index in the log.
             let mut bad = b.to_vec();
             bad[0] = "{".into();
-            let sbad = spans_of(&bad);
-            let err = Log::from_parts(
-                header.clone(),
-                vec![
-                    Part {
-                        text: joined(a),
-                        spans: &sa,
-                    },
-                    Part {
-                        text: joined(&bad),
-                        spans: &sbad,
-                    },
-                ],
-                &|_, _, _, _| true,
-            )
-            .err()
-            .map(|e| (e.0, e.2.len()));
+            let err = read(&[a, &bad]).err();
             assert_eq!(err, Some((cut, 2)), "cut at {cut}");
         }
     }

@@ -176,11 +176,14 @@ pub fn at_low_priority<T: Send>(work: impl FnOnce() -> T + Send) -> Option<T> {
 pub(crate) fn lower_priority() {
     #[cfg(target_os = "linux")]
     {
-        // Never above the thread's own priority (a niced process stays so).
-        // SAFETY: getpriority and setpriority have no memory effects; who =
-        // 0 is this thread on Linux.
+        // Never above the thread's own priority (a niced process stays so),
+        // and the slice only under the normal policy (a batch, idle or
+        // real-time process keeps its own).
+        // SAFETY: getpriority, sched_getscheduler and setpriority have no
+        // memory effects; 0 is this thread on Linux.
         let nice = HELPER_NICE.max(unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) });
-        if set_helper_schedule(nice).is_err() {
+        let normal = unsafe { libc::sched_getscheduler(0) } == libc::SCHED_OTHER;
+        if !normal || set_helper_schedule(nice).is_err() {
             // SAFETY: as above.
             unsafe {
                 libc::setpriority(libc::PRIO_PROCESS, 0, nice);
@@ -965,8 +968,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_helper_thread_runs_at_nice_10_with_a_long_slice() {
-        // SAFETY: getpriority has no memory effects.
+        // SAFETY: getpriority and sched_getscheduler have no memory effects.
         let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let own_policy = unsafe { libc::sched_getscheduler(0) } as u32;
         let (nice, attr) = std::thread::spawn(|| {
             lower_priority();
             let mut attr = SchedAttr::default();
@@ -989,13 +993,19 @@ mod tests {
         assert_eq!(nice, HELPER_NICE.max(own));
         if let Some(attr) = attr {
             assert_eq!(attr.nice, HELPER_NICE.max(own));
-            assert_eq!(attr.policy, libc::SCHED_OTHER as u32);
-            // Kernels before 6.12 keep no slice for a fair-policy thread.
-            assert!(
-                attr.runtime == HELPER_SLICE_NS || attr.runtime == 0,
-                "slice {}",
-                attr.runtime
-            );
+            // The policy is the process's own; only a normal one gets the
+            // long slice (kernels before 6.12 keep none for it; later ones
+            // show other policies' default slice).
+            assert_eq!(attr.policy, own_policy);
+            if own_policy == libc::SCHED_OTHER as u32 {
+                assert!(
+                    attr.runtime == HELPER_SLICE_NS || attr.runtime == 0,
+                    "slice {}",
+                    attr.runtime
+                );
+            } else {
+                assert_ne!(attr.runtime, HELPER_SLICE_NS);
+            }
         }
         // The JS thread (here: the test thread) keeps its own priority.
         // SAFETY: as above.

@@ -97,12 +97,6 @@ impl Texts {
     fn reserve(&mut self, count: usize) {
         self.spans.reserve(count);
     }
-    /// Take a whole log text as the first buffer, keeping the spans
-    /// already recorded (offsets into `text`); before any push.
-    #[cfg(test)]
-    fn adopt_buffer(&mut self, text: String) {
-        self.adopt_buffers(vec![text]);
-    }
     /// Take log texts as the first buffers, one after another (a span's
     /// offset is its buffer's start, the lengths before it summed, plus its
     /// offset there); before any push.
@@ -1016,7 +1010,7 @@ mod tests {
     fn texts_span_chunks_without_moving_what_they_hold() {
         let mut t = Texts::default();
         t.push_span(5, 7);
-        t.adopt_buffer("head\nab".to_string());
+        t.adopt_buffers(vec!["head\nab".to_string()]);
         let big = "x".repeat(TEXT_CHUNK_MIN + 3);
         let first_chunk = t.chunks[0].as_ptr();
         t.push("cd");

@@ -451,6 +451,8 @@ fn splice_session(
             path,
             EVENT_ROWS_BEFORE,
             rusqlite::params![id, split],
+            // Half the estimate and some room (on Linux, glibc remaps a
+            // large buffer that outgrows it rather than copying it).
             bytes / 2 + bytes / 16,
         );
         (first, second.join().ok().flatten())
@@ -497,37 +499,38 @@ fn read_session_with(
         return Ok(None);
     };
     let header = header_of(id, row)?;
-    let spliced = splice_session(conn, path, id, parallel)?;
+    let mut spliced = splice_session(conn, path, id, parallel)?;
     let rows = spliced.iter().map(|p| p.rows).sum();
-    if !spliced.iter().all(|p| p.whole) {
-        drop(spliced);
-        return read_rows(conn, path, id, header).map(Some);
+    if spliced.iter().all(|p| p.whole) {
+        // The log takes the texts; their spans and columns stay here.
+        let texts: Vec<String> = spliced
+            .iter_mut()
+            .map(|p| std::mem::take(&mut p.text))
+            .collect();
+        let parts = texts
+            .into_iter()
+            .zip(&spliced)
+            .map(|(text, p)| Part {
+                text,
+                spans: &p.spans,
+            })
+            .collect();
+        let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
+            spliced
+                .get(k)
+                .and_then(|p| p.columns.get(i))
+                .is_some_and(|c| {
+                    is_column(text, Some(c.data), Some(e.data))
+                        && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                        && is_column(text, c.surface_op, e.surface_op)
+                })
+        };
+        if let Ok(log) = Log::from_parts(header.clone(), parts, &verify) {
+            return Ok(Some((load::complete(id, log)?, rows)));
+        }
     }
-    let mut texts = Vec::with_capacity(spliced.len());
-    let mut spans = Vec::with_capacity(spliced.len());
-    let mut columns = Vec::with_capacity(spliced.len());
-    for p in spliced {
-        texts.push(p.text);
-        spans.push(p.spans);
-        columns.push(p.columns);
-    }
-    let parts = texts
-        .into_iter()
-        .zip(&spans)
-        .map(|(text, spans)| Part { text, spans })
-        .collect();
-    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
-        columns.get(k).and_then(|c| c.get(i)).is_some_and(|c| {
-            is_column(text, Some(c.data), Some(e.data))
-                && is_column(text, c.source_event_seqs, e.source_event_seqs)
-                && is_column(text, c.surface_op, e.surface_op)
-        })
-    };
-    if let Ok(log) = Log::from_parts(header.clone(), parts, &verify) {
-        return Ok(Some((load::complete(id, log)?, rows)));
-    }
-    // Free what the failed read held before the row-by-row one.
-    drop((spans, columns));
+    // Free what the read held before the row-by-row one.
+    drop(spliced);
     read_rows(conn, path, id, header).map(Some)
 }
 
@@ -632,36 +635,21 @@ impl SqliteBackend {
 
     /// Run `f` in an immediate transaction and commit.
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
-        self.with(|conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(|e| self.err(e))?;
-            let out = f(&tx)?;
-            tx.commit().map_err(|e| self.err(e))?;
-            Ok(out)
-        })
+        self.with(|conn| self.commit(conn, f))
     }
 
-    /// Read and repair session `key` in one immediate transaction: the
-    /// rows read are the rows repaired.
-    fn load_rows(&self, key: &Key) -> CoreResult<Option<Log>> {
-        let id = key.id.as_str();
-        self.write(|tx| {
-            // The immediate transaction holds the write lock: a second
-            // connection may read half the rows.
-            let Some((repaired, _)) = read_session_with(tx, &self.path, id, true)? else {
-                return Ok(None);
-            };
-            if repaired.torn {
-                tx.execute(
-                    "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
-                    params![id, repaired.preserved as i64],
-                )
-                .map_err(|e| self.err(e))?;
-            }
-            self.insert_events(tx, id, &repaired.closers())?;
-            Ok(Some(repaired.log))
-        })
+    /// Run `f` in an immediate transaction on `conn` and commit.
+    fn commit<T>(
+        &self,
+        conn: &mut Connection,
+        f: impl FnOnce(&Transaction<'_>) -> CoreResult<T>,
+    ) -> CoreResult<T> {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let out = f(&tx)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(out)
     }
 
     fn insert_events(&self, tx: &Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
@@ -746,16 +734,31 @@ impl Backend for SqliteBackend {
     }
 
     fn load(&self, key: &Key, _handle: &mut ()) -> CoreResult<Option<Log>> {
+        let id = key.id.as_str();
+        // The map is on for this load alone: no other operation takes the
+        // connection between.
         self.with(|conn| {
             map_for_load(conn, true);
-            Ok(())
-        })?;
-        let loaded = self.load_rows(key);
-        let _ = self.with(|conn| {
+            // One immediate transaction: the rows read are the rows repaired.
+            let loaded = self.commit(conn, |tx| {
+                // The immediate transaction holds the write lock: a second
+                // connection may read half the rows.
+                let Some((repaired, _)) = read_session_with(tx, &self.path, id, true)? else {
+                    return Ok(None);
+                };
+                if repaired.torn {
+                    tx.execute(
+                        "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
+                        params![id, repaired.preserved as i64],
+                    )
+                    .map_err(|e| self.err(e))?;
+                }
+                self.insert_events(tx, id, &repaired.closers())?;
+                Ok(Some(repaired.log))
+            });
             map_for_load(conn, false);
-            Ok(())
-        });
-        loaded
+            loaded
+        })
     }
 
     fn create_log(

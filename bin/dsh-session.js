@@ -671,7 +671,7 @@ function analyze(native) {
   })
 
   // Messages by the event type that derives them, zipped with the surface.
-  const messages = JSON.parse(native.deriveJson(0))
+  const messages = wrapNative(native).deriveMessages()
   const bySource = new Map()
   let m = 0
   let hosts = 0
@@ -911,7 +911,7 @@ async function cmdDerive({ positionals, flags }) {
   const { report, plan } = await readLog(address)
   warnRepair(plan, address, flags.repaired === true)
   const native = report.session(flags.repaired === true)
-  out(JSON.stringify(JSON.parse(native.deriveJson(0)), null, 2))
+  out(JSON.stringify(wrapNative(native).deriveMessages(), null, 2))
   return 0
 }
 

@@ -1,10 +1,8 @@
 //! dsh-session-native: the event-sourced session log of TypeScript agent
 //! loops, natively. Domain modules know nothing of napi; `binding` converts.
 
-pub mod derive;
 pub mod error;
 pub mod event;
-pub mod header;
 pub mod invariants;
 pub mod json;
 pub mod log;

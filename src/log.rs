@@ -5,7 +5,6 @@
 
 use crate::error::{CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, EventText, Kind, ReadError};
-use crate::header::canonical_header;
 use crate::repair::{closers, ScanEvent};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
@@ -15,8 +14,6 @@ use serde_json::Value;
 
 /// Logs shorter than this are read on one thread.
 const PARALLEL_MIN_LINES: usize = 4096;
-/// Fewer surface nodes than this are derived on one thread.
-const PARALLEL_MIN_NODES: usize = 1024;
 
 /// Event texts to load: a buffer and each event's span in it.
 pub(crate) struct Part<'s> {
@@ -249,12 +246,10 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
-/// The header a `request/header` payload carries (the fold's input).
-fn header_payload(kind: Kind, data: Option<&str>) -> Option<Value> {
-    if kind != Kind::RequestHeader {
-        return None;
-    }
-    serde_json::from_str::<HeaderEventData>(data?).ok()?.header
+/// `seq` when the event is a `request/header` (the header fold's input:
+/// the fold keeps the latest one's seq; JS builds the canonical header).
+fn header_seq(kind: Kind, seq: u64) -> Option<u64> {
+    (kind == Kind::RequestHeader).then_some(seq)
 }
 
 /// The meta of an event text the JS side wrote (`{"type":..,"seq":..,
@@ -354,17 +349,22 @@ pub struct EventMeta {
 #[derive(Debug)]
 pub struct Prepared {
     plan: Plan,
-    header: Option<Value>,
+    header: Option<u64>,
 }
 
+/// `Prepared::effect` bit: the event is the new latest `request/header`.
+pub const EFFECT_HEADER: u32 = 4;
+
 impl Prepared {
-    /// 0: the surface is untouched, 1: appended, 2: replaced.
-    pub fn surface_effect(&self) -> u32 {
-        match self.plan {
+    /// The surface effect (0: untouched, 1: appended, 2: replaced), plus
+    /// `EFFECT_HEADER` when the event moves the header fold.
+    pub fn effect(&self) -> u32 {
+        let surface = match self.plan {
             Plan::Untouched => 0,
             Plan::Append { .. } => 1,
             Plan::Replace { .. } => 2,
-        }
+        };
+        surface | if self.header.is_some() { EFFECT_HEADER } else { 0 }
     }
 }
 
@@ -384,8 +384,8 @@ pub struct Log {
     pub(crate) texts: Texts,
     pub(crate) surface: Surface,
     pub(crate) last_replace: (usize, usize),
-    pub(crate) request_header: Option<Value>,
-    pub(crate) request_header_generation: u64,
+    /// Seq of the latest `request/header` (the header fold).
+    pub(crate) request_header: Option<u64>,
     /// Index of the last `turn/start` or `turn/end`.
     pub(crate) last_boundary: Option<usize>,
 }
@@ -406,11 +406,6 @@ struct SurfaceMeta {
     source_event_seqs: Option<Value>,
 }
 
-#[derive(Deserialize)]
-struct HeaderEventData {
-    header: Option<Value>,
-}
-
 impl Log {
     pub fn new(header: SessionHeader) -> Log {
         Log {
@@ -420,7 +415,6 @@ impl Log {
             surface: Surface::new(),
             last_replace: (0, 0),
             request_header: None,
-            request_header_generation: 0,
             last_boundary: None,
         }
     }
@@ -462,15 +456,13 @@ impl Log {
     pub fn last_replace(&self) -> (usize, usize) {
         self.last_replace
     }
-    pub fn request_header(&self) -> Option<&Value> {
-        self.request_header.as_ref()
-    }
-    pub fn request_header_generation(&self) -> u64 {
-        self.request_header_generation
+    /// Seq of the latest `request/header`, if any.
+    pub fn request_header_seq(&self) -> Option<u64> {
+        self.request_header
     }
 
-    /// Apply a validated surface plan and header payload.
-    fn apply(&mut self, plan: &Plan, header: Option<Value>) {
+    /// Apply a validated surface plan and header fold step.
+    fn apply(&mut self, plan: &Plan, header: Option<u64>) {
         if let Plan::Replace {
             start_idx, end_idx, ..
         } = *plan
@@ -478,9 +470,8 @@ impl Log {
             self.last_replace = (start_idx, end_idx);
         }
         self.surface.apply(plan);
-        if let Some(h) = header {
-            self.request_header = Some(canonical_header(&h));
-            self.request_header_generation += 1;
+        if header.is_some() {
+            self.request_header = header;
         }
     }
 
@@ -539,7 +530,7 @@ impl Log {
             .map_err(|err| {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
             })?;
-        let header = header_payload(e.kind, Some(e.data));
+        let header = header_seq(e.kind, e.seq);
         let meta = EventMeta {
             kind: e.kind,
             time: e.time,
@@ -773,7 +764,7 @@ impl Log {
             surface_op: meta.surface_op.as_ref(),
             source_event_seqs: meta.source_event_seqs.as_ref(),
         })?;
-        let header = header_payload(kind, data);
+        let header = header_seq(kind, seq);
         Ok(Prepared { plan, header })
     }
 
@@ -827,49 +818,20 @@ impl Log {
             .map(|d| d.data.get())
     }
 
-    /// The messages of surface nodes `from..` as one JSON array text
-    /// (events that derive nothing are skipped). Large ranges are derived on
-    /// two threads.
-    pub fn derive_json(&self, from: usize) -> String {
-        let nodes = self.surface.nodes();
-        let nodes = &nodes[from.min(nodes.len())..];
-        let derive_part = |part: &[u64]| -> String {
-            let mut out = String::new();
-            for &seq in part {
-                let seq = seq as usize;
-                let (Some(meta), Some(data)) = (self.metas.get(seq), self.data_of(seq)) else {
-                    continue;
-                };
-                if let Some(m) = crate::derive::derive_message(meta.kind, data) {
-                    if !out.is_empty() {
-                        out.push(',');
-                    }
-                    out.push_str(&m);
-                }
-            }
-            out
-        };
-        let parts = if nodes.len() >= PARALLEL_MIN_NODES {
-            let (a, b) = nodes.split_at(nodes.len() / 2);
-            std::thread::scope(|scope| {
-                let second = scope.spawn(|| {
-                    lower_priority();
-                    derive_part(b)
-                });
-                let first = derive_part(a);
-                let second = second.join().unwrap_or_else(|_| derive_part(b));
-                [first, second]
-            })
-        } else {
-            [derive_part(nodes), String::new()]
-        };
-        let mut out = String::with_capacity(parts[0].len() + parts[1].len() + 3);
+    /// The texts of events `seqs` (each held natively) as one JSON array text.
+    pub fn texts_json(&self, seqs: &[u32]) -> String {
+        let size: usize = seqs
+            .iter()
+            .map(|&i| self.texts.get(i as usize).map_or(4, str::len) + 1)
+            .sum();
+        let mut out = String::with_capacity(size + 2);
         out.push('[');
-        out.push_str(&parts[0]);
-        if !parts[0].is_empty() && !parts[1].is_empty() {
-            out.push(',');
+        for (k, &i) in seqs.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(self.texts.get(i as usize).unwrap_or("null"));
         }
-        out.push_str(&parts[1]);
         out.push(']');
         out
     }
@@ -948,7 +910,7 @@ impl Log {
         for i in 0..=end {
             let meta = self.metas[i];
             let plan = log.surface.replay_plan(i as u64, meta.op)?;
-            log.apply(&plan, header_payload(meta.kind, self.data_of(i)));
+            log.apply(&plan, header_seq(meta.kind, i as u64));
             log.record(meta, self.texts.get(i).unwrap_or("null"));
         }
         Ok(log)
@@ -1154,9 +1116,10 @@ mod tests {
         .unwrap();
         assert_eq!(log.len(), 2);
         assert_eq!(
-            log.derive_json(0),
-            r#"[{"role":"user","content":[{"type":"text","text":"hi"}]}]"#
+            log.texts_json(&[1]),
+            r#"[{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#
         );
+        assert_eq!(log.surface().nodes(), &[1]);
         assert_eq!(log.meta(0).map(|m| m.time), Some(5));
     }
 }

@@ -1,10 +1,8 @@
 //! Free functions of the public API that need the core's rules.
 
 use super::throw;
-use crate::derive::{derive_message, render_context_content};
 use crate::error::CoreError;
 use crate::event::{is_surface_eligible_type, Kind};
-use crate::header::{canonical_header, header_equals};
 use crate::repair::{closers, ScanEvent};
 use crate::surface::{fold, FoldEvent};
 use napi::Env;
@@ -65,46 +63,6 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
 }
 
 #[derive(Deserialize)]
-struct TypeAndData<'a> {
-    #[serde(rename = "type")]
-    ty: Option<Value>,
-    #[serde(borrow)]
-    data: Option<&'a RawValue>,
-}
-
-/// `deriveEventMessage(event)`: the message JSON, or null.
-#[napi(js_name = "deriveEventJson")]
-pub fn derive_event_json(event: String) -> Option<String> {
-    let e: TypeAndData = serde_json::from_str(&event).ok()?;
-    let kind = Kind::of(e.ty.as_ref()?.as_str()?);
-    derive_message(kind, e.data?.get())
-}
-
-#[napi(js_name = "canonicalHeaderJson")]
-pub fn canonical_header_json(env: Env, header: String) -> Result<String> {
-    let v: Value = serde_json::from_str(&header).map_err(|e| {
-        throw(
-            &env,
-            CoreError::InvalidArgument(format!("canonicalHeader: {e}")),
-        )
-    })?;
-    Ok(canonical_header(&v).to_string())
-}
-
-#[napi(js_name = "headerEqualsJson")]
-pub fn header_equals_json(env: Env, a: String, b: String) -> Result<bool> {
-    let parse = |t: &str| {
-        serde_json::from_str::<Value>(t).map_err(|e| {
-            throw(
-                &env,
-                CoreError::InvalidArgument(format!("headerEquals: {e}")),
-            )
-        })
-    };
-    Ok(header_equals(&parse(&a)?, &parse(&b)?))
-}
-
-#[derive(Deserialize)]
 struct ScanRow<'a> {
     #[serde(rename = "type")]
     ty: Option<Value>,
@@ -130,15 +88,6 @@ pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String>
         data: r.data.map(|d| d.get()).unwrap_or("null"),
     });
     Ok(Value::Array(closers(scan)).to_string())
-}
-
-#[napi(js_name = "renderContextContentJson")]
-pub fn render_context_content_json(
-    content: String,
-    source: String,
-    envelope: Option<String>,
-) -> Option<String> {
-    render_context_content(&content, &source, envelope.as_deref())
 }
 
 /// Reject legacy request-header vocabulary on append (SPEC 7).

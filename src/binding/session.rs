@@ -5,7 +5,7 @@ use super::throw;
 use crate::error::CoreError;
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
@@ -89,8 +89,9 @@ impl NativeSession {
         self.log.header().json()
     }
 
-    /// Validate and commit one live append. Returns 0 (surface untouched),
-    /// 1 (appended) or 2 (replaced: read `lastReplace()`).
+    /// Validate and commit one live append. Returns the surface effect, 0
+    /// (untouched), 1 (appended) or 2 (replaced: read `lastReplace()`), plus
+    /// 4 when the event is the new latest `request/header`.
     #[napi]
     pub fn append(
         &mut self,
@@ -101,7 +102,7 @@ impl NativeSession {
         data: Option<String>,
     ) -> Result<u32> {
         let p = self.validate(&env, &ty, seq, surface_meta, data)?;
-        let effect = p.surface_effect();
+        let effect = p.effect();
         self.log.commit_prepared(p);
         Ok(effect)
     }
@@ -118,7 +119,7 @@ impl NativeSession {
         data: Option<String>,
     ) -> Result<u32> {
         let p = self.validate(&env, &ty, seq, surface_meta, data)?;
-        let effect = p.surface_effect();
+        let effect = p.effect();
         self.prepared = Some(p);
         Ok(effect)
     }
@@ -189,20 +190,16 @@ impl NativeSession {
         self.log.events_json(from as usize, to as usize)
     }
 
-    /// Messages of surface nodes `from..` as a JSON array.
-    #[napi(js_name = "deriveJson")]
-    pub fn derive_json(&self, from: u32) -> String {
-        self.log.derive_json(from as usize)
+    /// The texts of the (native) events at `seqs`, as one JSON array.
+    #[napi(js_name = "textsJson")]
+    pub fn texts_json(&self, seqs: Uint32Array) -> String {
+        self.log.texts_json(&seqs)
     }
 
-    #[napi(getter, js_name = "requestHeaderGeneration")]
-    pub fn request_header_generation(&self) -> f64 {
-        self.log.request_header_generation() as f64
-    }
-
-    #[napi(js_name = "requestHeaderJson")]
-    pub fn request_header_json(&self) -> Option<String> {
-        self.log.request_header().map(Value::to_string)
+    /// Seq of the latest `request/header` (the header fold), or -1.
+    #[napi(getter, js_name = "requestHeaderSeq")]
+    pub fn request_header_seq(&self) -> f64 {
+        self.log.request_header_seq().map_or(-1.0, |s| s as f64)
     }
 
     #[napi(js_name = "toJsonl")]

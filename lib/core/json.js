@@ -1,0 +1,142 @@
+'use strict'
+// Lossless JSON (SPEC 2): the one JS reader of caller values. Only JS can see
+// getters, prototypes and sparse arrays, so this check lives here; one pass
+// reads each property once, validates it and copies it.
+
+
+const FAIL = Symbol('not lossless')
+const ObjectPrototype = Object.prototype
+const ArrayPrototype = Array.prototype
+const { getPrototypeOf, keys: objectKeys, freeze, defineProperty } = Object
+const { ownKeys } = Reflect
+const isArray = Array.isArray
+const hasOwn = Object.prototype.hasOwnProperty
+
+/** An intrinsic `Object.prototype` of any realm (for values from vm contexts). */
+function isForeignObjectPrototype(proto) {
+  if (proto === null || getPrototypeOf(proto) !== null) return false
+  const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value
+  try {
+    return typeof ctor === 'function' && ctor.name === 'Object' && ctor.prototype === proto
+      && Function.prototype.toString.call(ctor) === 'function Object() { [native code] }'
+  } catch {
+    return false
+  }
+}
+
+function isForeignArrayPrototype(proto) {
+  if (!isArray(proto)) return false
+  const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value
+  try {
+    return typeof ctor === 'function' && ctor.name === 'Array' && ctor.prototype === proto
+      && Function.prototype.toString.call(ctor) === 'function Array() { [native code] }'
+      && isForeignObjectPrototype(getPrototypeOf(proto))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * One pass that reads each property once, validates it and copies it:
+ * returns the copy (deep-frozen when `frozen`) or FAIL. `path` holds the
+ * ancestors; cycles are looked for once nesting gets deep (a cycle always
+ * does), so ordinary payloads pay nothing for the check.
+ */
+function copyJson(value, frozen, path, depth) {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value
+    case 'number':
+      return Number.isFinite(value) && !(value === 0 && 1 / value < 0) ? value : FAIL
+    case 'object':
+      break
+    default:
+      return FAIL
+  }
+  if (value === null) return null
+  if (depth > 24 && path.includes(value)) return FAIL
+  path.push(value)
+  let out
+  if (isArray(value)) {
+    const proto = getPrototypeOf(value)
+    if (proto !== ArrayPrototype && !isForeignArrayPrototype(proto)) return FAIL
+    const length = value.length
+    if (ownKeys(value).length !== length + 1) return FAIL
+    out = new Array(length)
+    for (let i = 0; i < length; i++) {
+      if (!hasOwn.call(value, i)) return FAIL
+      const item = copyJson(value[i], frozen, path, depth + 1)
+      if (item === FAIL) return FAIL
+      out[i] = item
+    }
+  } else {
+    const proto = getPrototypeOf(value)
+    if (proto !== ObjectPrototype && proto !== null && !isForeignObjectPrototype(proto)) return FAIL
+    const keys = objectKeys(value)
+    if (ownKeys(value).length !== keys.length) return FAIL
+    out = {}
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]
+      const item = copyJson(value[key], frozen, path, depth + 1)
+      if (item === FAIL) return FAIL
+      if (key === '__proto__') {
+        defineProperty(out, key, { value: item, enumerable: true, configurable: true, writable: true })
+      } else {
+        out[key] = item
+      }
+    }
+  }
+  path.pop()
+  return frozen ? freeze(out) : out
+}
+
+function snapshot(value, frozen) {
+  return copyJson(value, frozen, [], 0)
+}
+
+function isJsonValue(value) {
+  return copyJson(value, false, [], 0) !== FAIL
+}
+
+function snapshotJsonValue(value) {
+  const copy = copyJson(value, false, [], 0)
+  return copy === FAIL ? undefined : copy
+}
+
+/** Deep-freeze a tree freshly built by JSON.parse. */
+function deepFreeze(value) {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    if (isArray(value)) {
+      for (let i = 0; i < value.length; i++) deepFreeze(value[i])
+    } else {
+      for (const key in value) deepFreeze(value[key])
+    }
+    freeze(value)
+  }
+  return value
+}
+
+function parseFrozen(text) {
+  return deepFreeze(JSON.parse(text))
+}
+
+/** Snapshot an array of events for a native bulk path; throws NOT_LOSSLESS_JSON. */
+function snapshotEvents(events, what = "event") {
+  if (!isArray(events)) throw fail(`${what}s must be an array`, 'INVALID_ARGUMENT')
+  const out = new Array(events.length)
+  for (let i = 0; i < events.length; i++) {
+    const copy = snapshot(events[i], false)
+    if (copy === FAIL) throw fail(`${what} at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+    out[i] = copy
+  }
+  return JSON.stringify(out)
+}
+
+function fail(message, code) {
+  const error = new Error(message)
+  error.code = code
+  return error
+}
+
+module.exports = { FAIL, fail, copyJson, snapshot, isJsonValue, snapshotJsonValue, deepFreeze, parseFrozen, snapshotEvents }

@@ -1,0 +1,484 @@
+'use strict'
+// The Session class (SPEC 3-6, 10).
+//
+// One owner for every piece of session state:
+//
+// - The native log (`NativeSession`) owns the record: the text of every event
+//   it holds, each event's kind/time/surface op, the surface (its order,
+//   `replaceGeneration` and every transition rule), the session header, and
+//   the header fold (which event is the latest `request/header`). Nothing in
+//   JS recomputes any of these.
+// - JS owns the frozen event objects and what is derived from them: the
+//   messages (the derivation rule lives in `derive.js` and runs on frozen
+//   events, so a message shares its event's `content`) and the canonical
+//   request header (`header.js`).
+// - What JS holds of native state is a view, written only from what the
+//   native log answered: `#nodes` is changed only by the effect an append
+//   returned (push, or splice at the positions `lastReplace()` gives);
+//   `#headerStale` only by the header bit of that effect.
+// - An event's object and its text are two forms of one event, never edited:
+//   a live append makes the object, and its text reaches the native log when
+//   a native path needs it (`toJsonl`, `fork`, a store flush: `#sync`); a
+//   resumed or seeded log has texts, and objects are parsed when read
+//   (`events`, or the surface events a derive needs: `#materialize`).
+//
+// So the per-step calls cost O(new surface nodes): `deriveMessages()` derives
+// only nodes it has not seen, from objects already in JS, and never hands
+// texts to the native log; `requestHeader()` is a cached object.
+
+const binding = require('../../binding.js')
+const { randomUUID } = require('node:crypto')
+const { FAIL, fail, snapshot, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
+const { deriveFrozen, deriveEventMessage } = require('./derive.js')
+const { canonicalHeader } = require('./header.js')
+
+const { NativeSession } = binding
+const { freeze } = Object
+const isArray = Array.isArray
+
+/** Types whose appends the native surface fold must see (the list lives in Rust). */
+const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes())
+/** Bits of the effect `NativeSession.append` returns. */
+const EFFECT_SURFACE = 3
+const EFFECT_APPEND = 1
+const EFFECT_REPLACE = 2
+const EFFECT_HEADER = 4
+
+const INTERNAL = Symbol('internal construction')
+/** Events parsed per native call when `events` is first read. */
+const EVENTS_SLICE = 8192
+/** Internal hooks for the stores and tools of this package (not public API). */
+const internal = { binding, snapshotEvents, parseFrozen }
+const reportObserverError = (error) => {
+  console.error('[dsh-session-native] session observer failed:', error)
+}
+
+class Session {
+  /** The native log: texts, surface, session header, header fold. */
+  #native
+  #id
+  #header
+  /** Frozen events held in JS for seqs `#objsFrom..#seq`. */
+  #objs = []
+  #objsFrom = 0
+  /** Frozen events below `#objsFrom` parsed for a derive or the header (seq -> event). */
+  #parsed = new Map()
+  #seq = 0
+  /** Events `0..#synced` have their JSON text in the native log. */
+  #synced = 0
+  #eventsCache = undefined
+  /** View of the native surface order (see the top of this file). */
+  #nodes = []
+  #generation = 0
+  #surface
+  /** Messages of `#nodes[0..#derivedNodes]` at `#derivedGeneration`. */
+  #derived = []
+  #derivedNodes = 0
+  #derivedGeneration = 0
+  #headerStale = true
+  #headerCache = undefined
+  #attachments = []
+  #appending = false
+  /** SPEC 9 checks (`{ invariants: true }`), or undefined. */
+  #trace = undefined
+
+  constructor(id, seed, header, options) {
+    if (id === INTERNAL) {
+      this.#adopt(seed, header)
+      return
+    }
+    if (typeof id !== 'string') throw fail('session id must be a string', 'INVALID_ARGUMENT')
+    const now = Date.now()
+    let seedObjs = []
+    let seedJson = null
+    if (seed !== undefined && seed !== null) {
+      if (!isArray(seed)) throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
+      let bad = -1
+      seedObjs = new Array(seed.length)
+      for (let i = 0; i < seed.length; i++) {
+        const copy = snapshot(seed[i], false)
+        if (copy === FAIL) {
+          bad = i
+          break
+        }
+        seedObjs[i] = copy
+      }
+      if (bad !== -1) {
+        // An earlier event's error wins, as in a one-event-at-a-time check.
+        NativeSession.create(id, JSON.stringify(seedObjs.slice(0, bad)), null, now)
+        throw fail(`seed event at index ${bad} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+      }
+      seedJson = JSON.stringify(seedObjs)
+    }
+    let headerObj
+    let headerJson = null
+    if (header !== undefined) {
+      headerObj = snapshot(header, true)
+      if (headerObj === FAIL) {
+        // The seed is checked first: its error wins over the header's.
+        if (seedJson !== null) NativeSession.create(id, seedJson, null, now)
+        throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      }
+      headerJson = JSON.stringify(headerObj)
+    }
+    const native = NativeSession.create(id, seedJson, headerJson, now)
+    if (options?.invariants === true) this.#trace = binding.InvariantTrace.fromEventsJson(seedJson ?? '[]')
+    this.#native = native
+    this.#id = id
+    this.#header = headerObj ?? parseFrozen(native.headerJson())
+    // The seed's texts are the log now; JS keeps (frozen) only the events a
+    // derive or the header fold reads, and parses the others when `events`
+    // is read.
+    const parsed = this.#parsed
+    for (let i = 0; i < seedObjs.length; i++) {
+      const e = seedObjs[i]
+      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') parsed.set(i, deepFreeze(e))
+    }
+    this.#seq = seedObjs.length
+    this.#objsFrom = seedObjs.length
+    this.#synced = seedObjs.length
+    this.#loadNativeState()
+  }
+
+  /** Wrap a native log whose events are not materialized in JS. */
+  #adopt(native, objs) {
+    this.#native = native
+    this.#header = parseFrozen(native.headerJson())
+    this.#id = this.#header.id
+    this.#seq = native.length
+    this.#synced = native.textsLength
+    if (objs !== undefined && objs.length === this.#seq) {
+      this.#objs = objs
+      this.#objsFrom = 0
+    } else {
+      this.#objsFrom = this.#seq
+    }
+    this.#loadNativeState()
+  }
+
+  #loadNativeState() {
+    const native = this.#native
+    const nodes = native.surfaceNodes()
+    for (let i = 0; i < nodes.length; i++) this.#nodes.push(nodes[i])
+    this.#generation = native.replaceGeneration
+    const nodesRef = this.#nodes
+    const self = this
+    this.#surface = freeze({
+      get nodes() {
+        return nodesRef
+      },
+      get replaceGeneration() {
+        return self.#generation
+      },
+    })
+  }
+
+  static fromJsonl(text) {
+    let input = text
+    if (typeof input === 'string') {
+      // V8 encodes a string to UTF-8 faster than napi's string conversion does.
+      input = Buffer.from(input, 'utf8')
+    } else {
+      if (!(input instanceof Uint8Array)) {
+        throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
+      }
+      if (!Buffer.isBuffer(input)) input = Buffer.from(input.buffer, input.byteOffset, input.byteLength)
+    }
+    const result = NativeSession.fromJsonl(input)
+    if (!(result instanceof NativeSession)) {
+      const error = fail(result.message, result.code)
+      error.line = result.line
+      throw error
+    }
+    return new Session(INTERNAL, result)
+  }
+
+  get id() {
+    return this.#id
+  }
+
+  get header() {
+    return this.#header
+  }
+
+  get seq() {
+    return this.#seq
+  }
+
+  get surface() {
+    return this.#surface
+  }
+
+  get events() {
+    if (this.#eventsCache !== undefined) return this.#eventsCache
+    if (this.#objsFrom > 0) {
+      // In slices: the JSON text of a whole long log at once would be a
+      // transient as large as the log, twice (native and JS).
+      const parsed = this.#parsed
+      const head = []
+      for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
+        const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
+        for (let i = 0; i < slice.length; i++) {
+          // An event already handed out (through a message or the header) keeps its identity.
+          head.push(parsed.get(from + i) ?? deepFreeze(slice[i]))
+        }
+      }
+      this.#objs = head.concat(this.#objs)
+      this.#objsFrom = 0
+      parsed.clear()
+    }
+    this.#eventsCache = freeze(this.#objs.slice())
+    return this.#eventsCache
+  }
+
+  /** The frozen event at `seq` (materialized: see `#materialize`). */
+  #eventAt(seq) {
+    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#parsed.get(seq)
+  }
+
+  /** Parse, in one native call, the events at `seqs` that JS does not hold yet. */
+  #materialize(seqs) {
+    const from = this.#objsFrom
+    const parsed = this.#parsed
+    const missing = []
+    for (let i = 0; i < seqs.length; i++) {
+      const seq = seqs[i]
+      if (seq < from && !parsed.has(seq)) missing.push(seq)
+    }
+    if (missing.length === 0) return
+    const events = JSON.parse(this.#native.textsJson(Uint32Array.from(missing)))
+    for (let i = 0; i < missing.length; i++) parsed.set(missing[i], deepFreeze(events[i]))
+  }
+
+  /**
+   * The texts of the events not handed to the native log yet, a line each
+   * (JSON.stringify never writes a raw newline), in UTF-8; null when none.
+   * A store writes these bytes as they are.
+   */
+  #pending() {
+    if (this.#synced >= this.#seq) return null
+    const objs = this.#objs
+    let text = ''
+    for (let i = this.#synced - this.#objsFrom; i < objs.length; i++) text += `${JSON.stringify(objs[i])}\n`
+    return { from: this.#synced, to: this.#seq, bytes: Buffer.from(text, 'utf8') }
+  }
+
+  /** Hand `pending` (from `#pending`) to the native log, unless it already has it. */
+  #attach(pending) {
+    if (pending === null || this.#synced !== pending.from) return
+    this.#native.attachTexts(pending.bytes)
+    this.#synced = pending.to
+  }
+
+  /** Hand every pending event's text to the native log. */
+  #sync() {
+    this.#attach(this.#pending())
+  }
+
+  append(type, data, opts) {
+    if (typeof type !== 'string') throw fail('session event type must be a string', 'INVALID_ARGUMENT')
+    const dataCopy = snapshot(data, true)
+    if (dataCopy === FAIL) {
+      throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')
+    }
+    const native = this.#native
+    // The legacy vocabulary rule needs the payload of request/header* events.
+    let dataText = null
+    if (type.startsWith('request/header')) {
+      dataText = JSON.stringify(dataCopy)
+      binding.checkLegacy(type, dataText)
+    }
+    let metaJson = null
+    let metaCopy
+    if (opts !== undefined && opts !== null) {
+      const meta = {}
+      if (opts.sourceEventSeqs !== undefined) meta.sourceEventSeqs = opts.sourceEventSeqs
+      if (opts.surfaceOp !== undefined) meta.surfaceOp = opts.surfaceOp
+      metaCopy = snapshot(meta, true)
+      if (metaCopy === FAIL) {
+        throw fail(`session event "${type}" carries non-JSON-serializable surface metadata`, 'NOT_LOSSLESS_JSON')
+      }
+      if (metaCopy.sourceEventSeqs !== undefined || metaCopy.surfaceOp !== undefined) {
+        metaJson = metaCopy.sourceEventSeqs === undefined && metaCopy.surfaceOp === 'append'
+          ? '{"surfaceOp":"append"}'
+          : JSON.stringify(metaCopy)
+      }
+    }
+    if (this.#appending) {
+      throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
+    }
+    const seq = this.#seq
+    const time = Date.now()
+    const event = { type, seq, time, data: dataCopy }
+    if (metaCopy !== undefined) {
+      if (metaCopy.sourceEventSeqs !== undefined) event.sourceEventSeqs = metaCopy.sourceEventSeqs
+      if (metaCopy.surfaceOp !== undefined) event.surfaceOp = metaCopy.surfaceOp
+    }
+    freeze(event)
+    const trace = this.#trace
+    if (trace !== undefined) trace.check(JSON.stringify(event))
+    // Only surface events and headers need the native log now; every other
+    // event reaches it with the next batch of texts (#sync).
+    const needsNative = metaJson !== null || dataText !== null || SURFACE_TYPES.has(type)
+    const attachments = this.#attachments
+    let effect = 0
+    if (attachments.length === 0) {
+      if (needsNative) effect = native.append(type, seq, metaJson, dataText)
+    } else {
+      if (needsNative) effect = native.prepare(type, seq, metaJson, dataText)
+      this.#appending = true
+      try {
+        for (const a of attachments.slice()) {
+          if (typeof a.beforeCommit === 'function') a.beforeCommit(event, this)
+        }
+      } catch (error) {
+        if (needsNative) native.discardPrepared()
+        if (trace !== undefined) trace.discard()
+        this.#appending = false
+        throw error
+      }
+      if (needsNative) native.commitPrepared()
+    }
+    this.#commit(event, effect)
+    if (trace !== undefined) trace.commit()
+    if (attachments.length !== 0) {
+      try {
+        for (const a of attachments.slice()) this.#notify(a, event)
+      } finally {
+        this.#appending = false
+      }
+    }
+    return event
+  }
+
+  /** Apply a committed append's native effect to the views, and keep the event. */
+  #commit(event, effect) {
+    const seq = event.seq
+    const surface = effect & EFFECT_SURFACE
+    if (surface === EFFECT_APPEND) {
+      this.#nodes.push(seq)
+    } else if (surface === EFFECT_REPLACE) {
+      const [startIdx, endIdx] = this.#native.lastReplace()
+      this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
+      this.#generation += 1
+    }
+    if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
+    this.#objs.push(event)
+    this.#seq = seq + 1
+    this.#eventsCache = undefined
+  }
+
+  #notify(attachment, event) {
+    const report = (error) => {
+      try {
+        if (typeof attachment.onObserverError === 'function') attachment.onObserverError(error, event, this)
+        else reportObserverError(error)
+      } catch (inner) {
+        reportObserverError(inner)
+      }
+    }
+    if (typeof attachment.afterCommit !== 'function') return
+    try {
+      const result = attachment.afterCommit(event, this)
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+        result.then(undefined, report)
+      }
+    } catch (error) {
+      report(error)
+    }
+  }
+
+  attach(attachment) {
+    if (attachment === null || typeof attachment !== 'object') {
+      throw fail('session attachment must be an object', 'INVALID_ARGUMENT')
+    }
+    this.#attachments.push(attachment)
+    let attached = true
+    return () => {
+      if (!attached) return
+      attached = false
+      const index = this.#attachments.indexOf(attachment)
+      if (index !== -1) this.#attachments.splice(index, 1)
+    }
+  }
+
+  deriveMessages() {
+    if (this.#derivedGeneration !== this.#generation) {
+      this.#derived = []
+      this.#derivedNodes = 0
+      this.#derivedGeneration = this.#generation
+    }
+    const nodes = this.#nodes
+    const count = nodes.length
+    const from = this.#derivedNodes
+    if (from < count) {
+      if (this.#objsFrom > 0) this.#materialize(from === 0 ? nodes : nodes.slice(from))
+      const derived = this.#derived
+      for (let i = from; i < count; i++) {
+        const message = deriveFrozen(this.#eventAt(nodes[i]))
+        if (message !== null) derived.push(message)
+      }
+      this.#derivedNodes = count
+    }
+    return this.#derived.slice()
+  }
+
+  deriveEventMessage(event) {
+    return deriveEventMessage(event)
+  }
+
+  requestHeader() {
+    if (this.#headerStale) {
+      const seq = this.#native.requestHeaderSeq
+      if (seq < 0) {
+        this.#headerCache = undefined
+      } else {
+        this.#materialize([seq])
+        this.#headerCache = freezeTop(canonicalHeader(this.#eventAt(seq).data.header))
+      }
+      this.#headerStale = false
+    }
+    return this.#headerCache
+  }
+
+  toJsonl() {
+    this.#sync()
+    return this.#native.toJsonl()
+  }
+
+  fork(boundary, childId) {
+    if (boundary !== undefined && (typeof boundary !== 'number' || !Number.isSafeInteger(boundary) || boundary < 0)) {
+      throw fail(
+        `fork boundary for session "${this.#id}" must be a non-negative safe integer, got ${String(boundary)}`,
+        'INVALID_BOUNDARY',
+      )
+    }
+    if (childId !== undefined && typeof childId !== 'string') {
+      throw fail('fork child id must be a string', 'INVALID_ARGUMENT')
+    }
+    this.#sync()
+    const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
+    const child = this.#native.fork(boundary, id, Date.now())
+    const count = child.length
+    const objs = this.#objsFrom === 0 ? this.#objs.slice(0, count) : undefined
+    return new Session(INTERNAL, child, objs)
+  }
+
+  /** The native log and the texts it does not hold yet (a store flush). */
+  static #unsynced(session) {
+    return { native: session.#native, pending: session.#pending() }
+  }
+
+  static {
+    internal.unsynced = (session) => Session.#unsynced(session)
+    internal.attachPending = (session, pending) => session.#attach(pending)
+    internal.wrapNative = (native) => new Session(INTERNAL, native)
+  }
+}
+
+/** Freeze a canonical header's own record (its values are frozen already). */
+function freezeTop(value) {
+  return typeof value === 'object' && value !== null ? deepFreeze(value) : value
+}
+
+module.exports = { Session, internal, SURFACE_TYPES }

@@ -429,6 +429,9 @@ impl Log {
     pub fn header(&self) -> &SessionHeader {
         &self.header
     }
+    pub fn set_header(&mut self, header: SessionHeader) {
+        self.header = header;
+    }
     pub fn len(&self) -> usize {
         self.metas.len()
     }
@@ -554,11 +557,14 @@ impl Log {
         self.accept_read(read_event(text, index), index, TextRef::Copy(text))
     }
 
-    /// Seed from a JSON array of events (`new Session(id, seed)`).
+    /// Seed from a JSON array of events (`new Session(id, seed)`) that
+    /// continue the log: the first is at index `len()`.
     pub fn seed_json_array(&mut self, json: &str) -> CoreResult<()> {
         let items: Vec<&RawValue> = serde_json::from_str(json)
             .map_err(|e| CoreError::InvalidArgument(format!("seed is not a JSON array: {e}")))?;
-        for (index, raw) in items.iter().enumerate() {
+        let first = self.len();
+        for (k, raw) in items.iter().enumerate() {
+            let index = first + k;
             self.accept_text(raw.get(), index).map_err(|e| {
                 e.unwrap_or_else(|| {
                     CoreError::NotLossless(format!(

@@ -7,7 +7,7 @@
 const FAIL = Symbol('not lossless')
 const ObjectPrototype = Object.prototype
 const ArrayPrototype = Array.prototype
-const { getPrototypeOf, keys: objectKeys, freeze, defineProperty } = Object
+const { getPrototypeOf, keys: objectKeys, freeze, defineProperty, getOwnPropertySymbols } = Object
 const { ownKeys } = Reflect
 const isArray = Array.isArray
 const hasOwn = Object.prototype.hasOwnProperty
@@ -62,7 +62,6 @@ function copyJson(value, frozen, path, depth) {
     const proto = getPrototypeOf(value)
     if (proto !== ArrayPrototype && !isForeignArrayPrototype(proto)) return FAIL
     const length = value.length
-    if (ownKeys(value).length !== length + 1) return FAIL
     out = new Array(length)
     for (let i = 0; i < length; i++) {
       if (!hasOwn.call(value, i)) return FAIL
@@ -70,11 +69,15 @@ function copyJson(value, frozen, path, depth) {
       if (item === FAIL) return FAIL
       out[i] = item
     }
+    // Named or symbol properties beside the elements would not survive.
+    if (ownKeys(value).length !== length + 1) return FAIL
   } else {
     const proto = getPrototypeOf(value)
     if (proto !== ObjectPrototype && proto !== null && !isForeignObjectPrototype(proto)) return FAIL
+    // Enumerable string keys are what JSON.stringify writes; a symbol key
+    // would be lost. (Checked after the copy: most objects have none, and
+    // asking for them is cheaper than listing every key twice.)
     const keys = objectKeys(value)
-    if (ownKeys(value).length !== keys.length) return FAIL
     out = {}
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i]
@@ -86,6 +89,7 @@ function copyJson(value, frozen, path, depth) {
         out[key] = item
       }
     }
+    if (getOwnPropertySymbols(value).length !== 0) return FAIL
   }
   path.pop()
   return frozen ? freeze(out) : out

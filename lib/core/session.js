@@ -45,6 +45,8 @@ const EFFECT_REPLACE = 2
 const EFFECT_HEADER = 4
 
 const INTERNAL = Symbol('internal construction')
+/** Seed events checked and handed over per native call. */
+const SEED_SLICE = 2048
 /** Events parsed per native call when `events` is first read. */
 const EVENTS_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
@@ -89,54 +91,55 @@ class Session {
     }
     if (typeof id !== 'string') throw fail('session id must be a string', 'INVALID_ARGUMENT')
     const now = Date.now()
-    let seedObjs = []
-    let seedJson = null
-    if (seed !== undefined && seed !== null) {
-      if (!isArray(seed)) throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
-      let bad = -1
-      seedObjs = new Array(seed.length)
-      for (let i = 0; i < seed.length; i++) {
+    if (seed !== undefined && seed !== null && !isArray(seed)) {
+      throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
+    }
+    const native = NativeSession.create(id, null, null, now)
+    const length = seed?.length ?? 0
+    // The seed is checked and handed to the native log in slices: each
+    // slice's copies die young, and no transient holds the whole seed. The
+    // log keeps the texts; JS keeps (frozen) only the events a derive or the
+    // header fold reads, and parses the others when `events` is read.
+    const parsed = this.#parsed
+    const traced = options?.invariants === true ? [] : undefined
+    for (let from = 0; from < length; from += SEED_SLICE) {
+      const to = Math.min(length, from + SEED_SLICE)
+      const copies = []
+      for (let i = from; i < to; i++) {
         const copy = snapshot(seed[i], false)
         if (copy === FAIL) {
-          bad = i
-          break
+          // An earlier event's error wins, as in a one-event-at-a-time check.
+          native.seedJson(JSON.stringify(copies))
+          throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
         }
-        seedObjs[i] = copy
+        copies.push(copy)
       }
-      if (bad !== -1) {
-        // An earlier event's error wins, as in a one-event-at-a-time check.
-        NativeSession.create(id, JSON.stringify(seedObjs.slice(0, bad)), null, now)
-        throw fail(`seed event at index ${bad} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+      const text = JSON.stringify(copies)
+      native.seedJson(text)
+      if (traced !== undefined) traced.push(text)
+      for (let k = 0; k < copies.length; k++) {
+        const e = copies[k]
+        if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') parsed.set(from + k, deepFreeze(e))
       }
-      seedJson = JSON.stringify(seedObjs)
     }
     let headerObj
-    let headerJson = null
     if (header !== undefined) {
+      // The seed is checked first: its error wins over the header's.
       headerObj = snapshot(header, true)
-      if (headerObj === FAIL) {
-        // The seed is checked first: its error wins over the header's.
-        if (seedJson !== null) NativeSession.create(id, seedJson, null, now)
-        throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
-      }
-      headerJson = JSON.stringify(headerObj)
+      if (headerObj === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      native.setHeader(JSON.stringify(headerObj))
     }
-    const native = NativeSession.create(id, seedJson, headerJson, now)
-    if (options?.invariants === true) this.#trace = binding.InvariantTrace.fromEventsJson(seedJson ?? '[]')
+    if (traced !== undefined) {
+      const trace = binding.InvariantTrace.fromEventsJson('[]')
+      for (const text of traced) trace.extend(text)
+      this.#trace = trace
+    }
     this.#native = native
     this.#id = id
     this.#header = headerObj ?? parseFrozen(native.headerJson())
-    // The seed's texts are the log now; JS keeps (frozen) only the events a
-    // derive or the header fold reads, and parses the others when `events`
-    // is read.
-    const parsed = this.#parsed
-    for (let i = 0; i < seedObjs.length; i++) {
-      const e = seedObjs[i]
-      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') parsed.set(i, deepFreeze(e))
-    }
-    this.#seq = seedObjs.length
-    this.#objsFrom = seedObjs.length
-    this.#synced = seedObjs.length
+    this.#seq = length
+    this.#objsFrom = length
+    this.#synced = length
     this.#loadNativeState()
   }
 

@@ -52,6 +52,26 @@ impl NativeSession {
         })
     }
 
+    /// Seed the next events, given as a JSON array of snapshotted events
+    /// whose seqs continue the log (`new Session(id, seed)` hands a long
+    /// seed over in slices, so no transient holds all of it).
+    #[napi(js_name = "seedJson")]
+    pub fn seed_json(&mut self, env: Env, events: String) -> Result<()> {
+        self.log
+            .seed_json_array(&events)
+            .map_err(|e| throw(&env, e))
+    }
+
+    /// Replace the session header (the constructor checks it after the
+    /// seed, as the TypeScript core does).
+    #[napi(js_name = "setHeader")]
+    pub fn set_header(&mut self, env: Env, header: String) -> Result<()> {
+        let id = self.log.header().id().to_string();
+        let header = SessionHeader::from_json(&id, &header).map_err(|e| throw(&env, e))?;
+        self.log.set_header(header);
+        Ok(())
+    }
+
     /// Parse a whole JSONL log; a failure is returned (not thrown) so the
     /// caller can attach the line to the error it throws.
     #[napi(js_name = "fromJsonl")]

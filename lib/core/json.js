@@ -38,10 +38,14 @@ function isForeignArrayPrototype(proto) {
 
 /**
  * One pass that reads each property once, validates it and copies it:
- * returns the copy (deep-frozen when `frozen`) or FAIL. `path` holds the
- * ancestors; cycles are looked for once nesting gets deep (a cycle always
- * does), so ordinary payloads pay nothing for the check.
+ * returns the copy (deep-frozen when `frozen`) or FAIL. Cycles are looked
+ * for only below depth CYCLE_DEPTH (a cycle always gets that deep): `path`
+ * holds the ancestors from that depth down, and is null above it, so
+ * ordinary payloads allocate nothing for the check.
  */
+/** Depth from which copyJson looks for cycles. */
+const CYCLE_DEPTH = 24
+
 function copyJson(value, frozen, path, depth) {
   switch (typeof value) {
     case 'string':
@@ -55,8 +59,11 @@ function copyJson(value, frozen, path, depth) {
       return FAIL
   }
   if (value === null) return null
-  if (depth > 24 && path.includes(value)) return FAIL
-  path.push(value)
+  if (depth >= CYCLE_DEPTH) {
+    if (path === null) path = []
+    else if (path.includes(value)) return FAIL
+    path.push(value)
+  }
   let out
   if (isArray(value)) {
     const proto = getPrototypeOf(value)
@@ -91,20 +98,20 @@ function copyJson(value, frozen, path, depth) {
     }
     if (getOwnPropertySymbols(value).length !== 0) return FAIL
   }
-  path.pop()
+  if (path !== null) path.pop()
   return frozen ? freeze(out) : out
 }
 
 function snapshot(value, frozen) {
-  return copyJson(value, frozen, [], 0)
+  return copyJson(value, frozen, null, 0)
 }
 
 function isJsonValue(value) {
-  return copyJson(value, false, [], 0) !== FAIL
+  return copyJson(value, false, null, 0) !== FAIL
 }
 
 function snapshotJsonValue(value) {
-  const copy = copyJson(value, false, [], 0)
+  const copy = copyJson(value, false, null, 0)
   return copy === FAIL ? undefined : copy
 }
 

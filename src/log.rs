@@ -576,6 +576,32 @@ impl Log {
         Ok(())
     }
 
+    /// Seed the next events from their texts, one per line, each followed
+    /// by a newline (`new Session(id, seed)` hands a seed over in slices);
+    /// the first is at index `len()`. Every seed rule, with the seed
+    /// messages.
+    pub fn seed_lines(&mut self, lines: &str) -> CoreResult<()> {
+        if !lines.is_empty() && !lines.ends_with('\n') {
+            return Err(CoreError::InvalidArgument(
+                "seed texts must each end with a newline".into(),
+            ));
+        }
+        let first = self.len();
+        let count = lines.bytes().filter(|&b| b == b'\n').count();
+        self.texts.reserve(count);
+        for (k, text) in lines.split_terminator('\n').enumerate() {
+            let index = first + k;
+            self.accept_text(text, index).map_err(|e| {
+                e.unwrap_or_else(|| {
+                    CoreError::NotLossless(format!(
+                        "seed event at index {index} is not losslessly JSON-serializable"
+                    ))
+                })
+            })?;
+        }
+        Ok(())
+    }
+
     /// Parse a whole v0 JSONL log: header line, then one event per line.
     /// Lines are read (validated, split into fields) on two threads; the
     /// surface fold then runs over them in order.

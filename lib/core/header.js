@@ -18,8 +18,24 @@ function isEmptyField(value) {
 
 const OPTIONAL = ['system', 'tools', 'messagePrefix']
 
+function fail(message) {
+  const error = new TypeError(message)
+  error.code = 'INVALID_ARGUMENT'
+  return error
+}
+
+function describe(value) {
+  return value === null ? 'null' : isArray(value) ? 'an array' : typeof value
+}
+
 /** `canonicalHeader(h)`: `h` without an empty `system`, `tools` or `messagePrefix`. */
 function canonicalHeader(header) {
+  if (!isRecord(header)) throw fail(`canonicalHeader expects a request header object, got ${describe(header)}`)
+  return canonicalForm(header)
+}
+
+/** The canonical form of any value (a non-record is its own canonical form). */
+function canonicalForm(header) {
   if (!isRecord(header)) return header
   const out = {}
   for (const key of Object.keys(header)) {
@@ -67,9 +83,12 @@ function field(header, key) {
 
 /** `headerEquals(a, b)`: config field-wise; system, prefix and tools canonically; absent equals empty. */
 function headerEquals(a, b) {
+  if (!isRecord(a) || !isRecord(b)) {
+    throw fail(`headerEquals expects two request header objects, got ${describe(a)} and ${describe(b)}`)
+  }
   if (a === b) return true
-  const ca = isRecord(a) && isRecord(a.config) ? a.config : {}
-  const cb = isRecord(b) && isRecord(b.config) ? b.config : {}
+  const ca = isRecord(a.config) ? a.config : {}
+  const cb = isRecord(b.config) ? b.config : {}
   if (!jsonEqual(ca, cb)) return false
   for (let i = 0; i < OPTIONAL.length; i++) {
     const x = field(a, OPTIONAL[i])
@@ -83,9 +102,9 @@ function headerEquals(a, b) {
 function foldRequestHeader(events, from) {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]
-    if (e.type === 'request/header') return canonicalHeader(e.data.header)
+    if (e.type === 'request/header') return canonicalForm(e.data.header)
   }
   return from
 }
 
-module.exports = { canonicalHeader, headerEquals, foldRequestHeader, jsonEqual }
+module.exports = { canonicalHeader, canonicalForm, headerEquals, foldRequestHeader, jsonEqual }

@@ -30,7 +30,7 @@ const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
 const { FAIL, fail, snapshot, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
-const { canonicalHeader } = require('./header.js')
+const { canonicalForm } = require('./header.js')
 
 const { NativeSession } = binding
 const { freeze } = Object
@@ -102,6 +102,10 @@ class Session {
     // header fold reads, and parses the others when `events` is read.
     const parsed = this.#parsed
     const traced = options?.invariants === true ? [] : undefined
+    // A long seed's slices are checked on a native helper thread while
+    // this one copies the next slice.
+    const helped = length > SEED_SLICE
+    const hand = (text) => (helped ? native.seedJsonAsync(text) : native.seedJson(text))
     for (let from = 0; from < length; from += SEED_SLICE) {
       const to = Math.min(length, from + SEED_SLICE)
       const copies = []
@@ -109,19 +113,21 @@ class Session {
         const copy = snapshot(seed[i], false)
         if (copy === FAIL) {
           // An earlier event's error wins, as in a one-event-at-a-time check.
-          native.seedJson(JSON.stringify(copies))
+          hand(JSON.stringify(copies))
+          native.finishSeed()
           throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
         }
         copies.push(copy)
       }
       const text = JSON.stringify(copies)
-      native.seedJson(text)
+      hand(text)
       if (traced !== undefined) traced.push(text)
       for (let k = 0; k < copies.length; k++) {
         const e = copies[k]
         if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') parsed.set(from + k, deepFreeze(e))
       }
     }
+    native.finishSeed()
     let headerObj
     if (header !== undefined) {
       // The seed is checked first: its error wins over the header's.
@@ -437,7 +443,7 @@ class Session {
         this.#headerCache = undefined
       } else {
         this.#materialize([seq])
-        this.#headerCache = freezeTop(canonicalHeader(this.#eventAt(seq).data.header))
+        this.#headerCache = freezeTop(canonicalForm(this.#eventAt(seq).data.header))
       }
       this.#headerStale = false
     }

@@ -2,7 +2,8 @@
 //! object (frozen events, caches, observers); this class owns the log.
 
 use super::throw;
-use crate::error::CoreError;
+use crate::error::{CoreError, CoreResult};
+use std::sync::mpsc;
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
@@ -15,6 +16,15 @@ use serde_json::Value;
 pub struct NativeSession {
     log: Log,
     prepared: Option<Prepared>,
+    /// A long seed being checked on a helper thread (see `seedJsonAsync`).
+    seeder: Option<Seeder>,
+}
+
+/// The helper thread that checks a long seed's slices while JS copies the
+/// next ones; it owns the log until `finishSeed` takes it back.
+struct Seeder {
+    slices: mpsc::Sender<String>,
+    thread: std::thread::JoinHandle<(Log, CoreResult<()>)>,
 }
 
 /// Why `fromJsonl` failed: the error's code and message, and its line.
@@ -46,10 +56,7 @@ impl NativeSession {
             let header = SessionHeader::from_json(&id, &h).map_err(|e| throw(&env, e))?;
             log = log.with_header(header);
         }
-        Ok(NativeSession {
-            log,
-            prepared: None,
-        })
+        Ok(NativeSession::from_log(log))
     }
 
     /// Seed the next events, given as a JSON array of snapshotted events
@@ -60,6 +67,63 @@ impl NativeSession {
         self.log
             .seed_json_array(&events)
             .map_err(|e| throw(&env, e))
+    }
+
+    /// `seedJson` on a helper thread: the slice is queued and checked there
+    /// while JS prepares the next one. `finishSeed` waits for the helper
+    /// and throws the first error; no other call may come in between.
+    #[napi(js_name = "seedJsonAsync")]
+    pub fn seed_json_async(&mut self, events: String) {
+        let seeder = self.seeder.get_or_insert_with(|| {
+            let header = self.log.header().clone();
+            let mut log = std::mem::replace(&mut self.log, Log::new(header));
+            let (slices, queue) = mpsc::channel::<String>();
+            let thread = std::thread::spawn(move || {
+                crate::log::lower_priority();
+                let mut result = Ok(());
+                for slice in queue {
+                    if result.is_ok() {
+                        result = log.seed_json_array(&slice);
+                    }
+                }
+                (log, result)
+            });
+            Seeder { slices, thread }
+        });
+        // A helper that is gone has failed: `finishSeed` reports how.
+        let _ = seeder.slices.send(events);
+    }
+
+    /// Wait for the seed helper (if any) and take the log back; throws the
+    /// first error it found.
+    #[napi(js_name = "finishSeed")]
+    pub fn finish_seed(&mut self, env: Env) -> Result<()> {
+        let Some(Seeder { slices, thread }) = self.seeder.take() else {
+            return Ok(());
+        };
+        drop(slices);
+        match thread.join() {
+            Ok((log, result)) => {
+                self.log = log;
+                result.map_err(|e| throw(&env, e))
+            }
+            Err(_) => Err(throw(
+                &env,
+                CoreError::InvalidArgument("the seed helper thread failed".into()),
+            )),
+        }
+    }
+
+    /// The same from the events' texts, a line each, as UTF-8 bytes.
+    #[napi(js_name = "seedLines")]
+    pub fn seed_lines(&mut self, env: Env, lines: Buffer) -> Result<()> {
+        let text = std::str::from_utf8(&lines).map_err(|_| {
+            throw(
+                &env,
+                CoreError::InvalidArgument("seed texts are not UTF-8".into()),
+            )
+        })?;
+        self.log.seed_lines(text).map_err(|e| throw(&env, e))
     }
 
     /// Replace the session header (the constructor checks it after the
@@ -82,10 +146,7 @@ impl NativeSession {
             Either::B(b) => b.to_vec(),
         };
         match Log::from_jsonl_vec(bytes).map_err(|(e, _)| e) {
-            Ok(log) => Either::A(NativeSession {
-                log,
-                prepared: None,
-            }),
+            Ok(log) => Either::A(NativeSession::from_log(log)),
             Err(e) => Either::B(JsonlFailure {
                 code: e.error.code().to_string(),
                 message: e.error.to_string(),
@@ -250,10 +311,7 @@ impl NativeSession {
             .log
             .fork(boundary, header)
             .map_err(|e| throw(&env, e))?;
-        Ok(NativeSession {
-            log,
-            prepared: None,
-        })
+        Ok(NativeSession::from_log(log))
     }
 }
 
@@ -288,6 +346,7 @@ impl NativeSession {
         NativeSession {
             log,
             prepared: None,
+            seeder: None,
         }
     }
 

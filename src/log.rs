@@ -1117,7 +1117,7 @@ mod tests {
         let e0 = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#;
         let e1 = r#"{"type":"user/message","seq":1,"time":1,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
         let log = Log::from_jsonl(format!("{header}\n{e0}\n{e1}\n\n").as_bytes()).unwrap();
-        assert_eq!((log.len(), log.surface().nodes()), (2, &[1u64][..]));
+        assert_eq!((log.len(), log.surface().nodes()), (2, vec![1u64]));
         assert_eq!(log.to_jsonl(), format!("{header}\n{e0}\n{e1}\n"));
         let err = Log::from_jsonl(format!("{header}\n{e0}\n\n{e1}\n").as_bytes()).unwrap_err();
         assert_eq!((err.line, err.error.code()), (3, "CORRUPT_LOG"));
@@ -1151,7 +1151,7 @@ mod tests {
             log.texts_json(&[1]),
             r#"[{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#
         );
-        assert_eq!(log.surface().nodes(), &[1]);
+        assert_eq!(log.surface().nodes(), vec![1]);
         assert_eq!(log.meta(0).map(|m| m.time), Some(5));
     }
 }

@@ -7,6 +7,8 @@ use crate::error::{CoreError, CoreResult};
 use crate::event::Kind;
 use crate::json::as_seq;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 
 /// A validated `surfaceOp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,10 +54,106 @@ pub struct Replacement {
 }
 
 /// The surface state: model-visible seqs in order and the replace count.
+///
+/// The order is kept in one place, `slots`: each node's seq in surface
+/// order, with `DEAD` where a replace removed a node. `live` counts live
+/// slots (a Fenwick tree), so a node's position is a prefix count and a
+/// replace never shifts anything: finding, splicing and checking a range
+/// cost O(log n) plus the shadowed nodes, whatever the surface's size.
+/// Dead slots are dropped once they outnumber the live ones (amortised
+/// O(1) per removed node).
 #[derive(Debug, Clone, Default)]
 pub struct Surface {
-    nodes: Vec<u64>,
+    slots: Vec<u64>,
+    live: Fenwick,
+    slot_of: HashMap<u64, usize, SeqHash>,
+    dead: usize,
     generation: u64,
+}
+
+/// A removed node's slot.
+const DEAD: u64 = u64::MAX;
+
+/// Prefix counts over 0/1 entries (a Fenwick tree) that can grow.
+#[derive(Debug, Clone, Default)]
+struct Fenwick {
+    tree: Vec<u32>,
+}
+
+impl Fenwick {
+    /// A tree over `n` entries, all 1.
+    fn ones(n: usize) -> Fenwick {
+        let mut tree = vec![1u32; n];
+        for i in 1..=n {
+            let parent = i + (i & i.wrapping_neg());
+            if parent <= n {
+                tree[parent - 1] += tree[i - 1];
+            }
+        }
+        Fenwick { tree }
+    }
+
+    /// Append an entry of 1.
+    fn push_one(&mut self) {
+        let i = self.tree.len() + 1;
+        let low = i - (i & i.wrapping_neg());
+        // The new node covers entries low+1..=i: itself plus the nodes below it.
+        let mut sum = 1;
+        let mut j = i - 1;
+        while j > low {
+            sum += self.tree[j - 1];
+            j -= j & j.wrapping_neg();
+        }
+        self.tree.push(sum);
+    }
+
+    /// Entry `at` (0-based) goes from 1 to 0.
+    fn clear(&mut self, at: usize) {
+        let mut i = at + 1;
+        while i <= self.tree.len() {
+            self.tree[i - 1] -= 1;
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    /// The sum of entries `0..at`.
+    fn prefix(&self, at: usize) -> usize {
+        let mut i = at;
+        let mut sum = 0usize;
+        while i > 0 {
+            sum += self.tree[i - 1] as usize;
+            i -= i & i.wrapping_neg();
+        }
+        sum
+    }
+}
+
+/// A multiplicative hash for seqs (small, unique integers).
+#[derive(Debug, Clone, Copy, Default)]
+struct SeqHash;
+
+impl BuildHasher for SeqHash {
+    type Hasher = SeqHasher;
+    fn build_hasher(&self) -> SeqHasher {
+        SeqHasher(0)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// The surface-relevant part of one event.
@@ -172,8 +270,45 @@ impl Surface {
     }
 
     /// Model-visible seqs, in order.
-    pub fn nodes(&self) -> &[u64] {
-        &self.nodes
+    pub fn nodes(&self) -> Vec<u64> {
+        self.slots.iter().copied().filter(|&s| s != DEAD).collect()
+    }
+
+    /// How many nodes the surface has.
+    pub fn len(&self) -> usize {
+        self.slot_of.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slot_of.is_empty()
+    }
+
+    /// The live nodes in slots `from..=to`, in order.
+    fn range(&self, from: usize, to: usize) -> Vec<u64> {
+        self.slots[from..=to]
+            .iter()
+            .copied()
+            .filter(|&s| s != DEAD)
+            .collect()
+    }
+
+    fn push(&mut self, seq: u64) {
+        self.slot_of.insert(seq, self.slots.len());
+        self.slots.push(seq);
+        self.live.push_one();
+    }
+
+    /// Drop the dead slots once they outnumber the live ones.
+    fn compact(&mut self) {
+        if self.dead <= self.slot_of.len().max(64) {
+            return;
+        }
+        self.slots.retain(|&s| s != DEAD);
+        self.live = Fenwick::ones(self.slots.len());
+        for (slot, &seq) in self.slots.iter().enumerate() {
+            self.slot_of.insert(seq, slot);
+        }
+        self.dead = 0;
     }
 
     /// How many replacements have been committed.
@@ -205,7 +340,8 @@ impl Surface {
                         "surface replace: start seq {start} (index {start_idx}) is after end seq {end} (index {end_idx})"
                     )));
                 }
-                check_sources(c, &self.nodes[start_idx..=end_idx])?;
+                let shadowed = self.range(self.slot_of[&start], self.slot_of[&end]);
+                check_sources(c, &shadowed)?;
                 Ok(Plan::Replace {
                     seq: c.seq,
                     start,
@@ -223,7 +359,7 @@ impl Surface {
         match *plan {
             Plan::Untouched => None,
             Plan::Append { seq } => {
-                self.nodes.push(seq);
+                self.push(seq);
                 None
             }
             Plan::Replace {
@@ -233,8 +369,28 @@ impl Surface {
                 start_idx,
                 end_idx,
             } => {
-                let shadowed: Vec<u64> = self.nodes.splice(start_idx..=end_idx, [seq]).collect();
+                let (Some(&first), Some(&last)) = (self.slot_of.get(&start), self.slot_of.get(&end))
+                else {
+                    // A plan is made against this state: both ends are nodes.
+                    debug_assert!(false, "replace plan of {start_idx}..={end_idx} is stale");
+                    return None;
+                };
+                let shadowed = self.range(first, last);
+                for &s in &shadowed {
+                    self.slot_of.remove(&s);
+                }
+                for slot in first + 1..=last {
+                    if self.slots[slot] != DEAD {
+                        self.slots[slot] = DEAD;
+                        self.live.clear(slot);
+                        self.dead += 1;
+                    }
+                }
+                // The new node takes the first shadowed node's slot.
+                self.slots[first] = seq;
+                self.slot_of.insert(seq, first);
                 self.generation += 1;
+                self.compact();
                 Some(Replacement {
                     seq,
                     start,
@@ -267,9 +423,9 @@ impl Surface {
         }
     }
 
-    /// Where `seq` is on the surface.
+    /// Where `seq` is on the surface: the live slots before its slot.
     fn position(&self, seq: u64) -> Option<usize> {
-        self.nodes.iter().position(|&n| n == seq)
+        self.slot_of.get(&seq).map(|&slot| self.live.prefix(slot))
     }
 }
 
@@ -307,7 +463,7 @@ pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
             replacements.push(r);
         }
     }
-    Ok((surface.nodes, replacements))
+    Ok((surface.nodes(), replacements))
 }
 
 #[cfg(test)]
@@ -330,6 +486,82 @@ mod tests {
 
     fn msg(r: CoreResult<()>) -> String {
         r.err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn matches_a_plain_vector_over_random_appends_and_replaces() {
+        // xorshift: deterministic, no dependency.
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for round in 0..40 {
+            let mut s = Surface::new();
+            let mut model: Vec<u64> = Vec::new();
+            let mut seq = 0u64;
+            for _ in 0..(200 + round * 20) {
+                if model.is_empty() || next(3) > 0 {
+                    step(&mut s, "user/message", seq, json!("append"), None).unwrap();
+                    model.push(seq);
+                } else {
+                    let i = next(model.len());
+                    // Mostly short ranges, sometimes most of the surface.
+                    let span = if next(4) == 0 { model.len() - i } else { 1 + next(3) };
+                    let j = (i + span - 1).min(model.len() - 1);
+                    let shadowed: Vec<u64> = model[i..=j].to_vec();
+                    let (start, end) = (model[i], model[j]);
+                    let op = json!({"op": "replace", "start": start, "end": end});
+                    let src = json!(shadowed);
+                    let plan = s
+                        .plan(&Candidate {
+                            ty: "user/message",
+                            kind: Kind::UserMessage,
+                            seq,
+                            surface_op: Some(&op),
+                            source_event_seqs: Some(&src),
+                        })
+                        .unwrap();
+                    assert!(matches!(plan, Plan::Replace { start_idx, end_idx, .. } if (start_idx, end_idx) == (i, j)));
+                    let replaced = s.apply(&plan).map(|r| r.shadowed);
+                    assert_eq!(replaced, Some(shadowed));
+                    model.splice(i..=j, [seq]);
+                }
+                seq += 1;
+                assert_eq!(s.len(), model.len());
+            }
+            assert_eq!(s.nodes(), model);
+            for (i, &n) in model.iter().enumerate() {
+                assert_eq!(s.position(n), Some(i));
+            }
+        }
+    }
+
+    #[test]
+    fn single_node_trims_cost_the_same_on_a_long_surface() {
+        // 40k trims on a 40k-node surface: each is O(log n), so this stays
+        // well under a second even unoptimised (it was quadratic).
+        let mut s = Surface::new();
+        let n = 40_000u64;
+        for seq in 0..n {
+            step(&mut s, "user/message", seq, json!("append"), None).unwrap();
+        }
+        for k in 0..n {
+            let seq = n + k;
+            let target = k; // each original node in turn
+            step(
+                &mut s,
+                "tool/result",
+                seq,
+                json!({"op": "replace", "start": target, "end": target}),
+                Some(json!([target])),
+            )
+            .unwrap();
+        }
+        assert_eq!(s.nodes(), (n..2 * n).collect::<Vec<_>>());
+        assert_eq!(s.generation(), n);
     }
 
     #[test]

@@ -369,7 +369,8 @@ impl Surface {
                 start_idx,
                 end_idx,
             } => {
-                let (Some(&first), Some(&last)) = (self.slot_of.get(&start), self.slot_of.get(&end))
+                let (Some(&first), Some(&last)) =
+                    (self.slot_of.get(&start), self.slot_of.get(&end))
                 else {
                     // A plan is made against this state: both ends are nodes.
                     debug_assert!(false, "replace plan of {start_idx}..={end_idx} is stale");
@@ -501,15 +502,18 @@ mod tests {
         for round in 0..40 {
             let mut s = Surface::new();
             let mut model: Vec<u64> = Vec::new();
-            let mut seq = 0u64;
-            for _ in 0..(200 + round * 20) {
+            for seq in 0..(200 + round as u64 * 20) {
                 if model.is_empty() || next(3) > 0 {
                     step(&mut s, "user/message", seq, json!("append"), None).unwrap();
                     model.push(seq);
                 } else {
                     let i = next(model.len());
                     // Mostly short ranges, sometimes most of the surface.
-                    let span = if next(4) == 0 { model.len() - i } else { 1 + next(3) };
+                    let span = if next(4) == 0 {
+                        model.len() - i
+                    } else {
+                        1 + next(3)
+                    };
                     let j = (i + span - 1).min(model.len() - 1);
                     let shadowed: Vec<u64> = model[i..=j].to_vec();
                     let (start, end) = (model[i], model[j]);
@@ -524,12 +528,13 @@ mod tests {
                             source_event_seqs: Some(&src),
                         })
                         .unwrap();
-                    assert!(matches!(plan, Plan::Replace { start_idx, end_idx, .. } if (start_idx, end_idx) == (i, j)));
+                    assert!(
+                        matches!(plan, Plan::Replace { start_idx, end_idx, .. } if (start_idx, end_idx) == (i, j))
+                    );
                     let replaced = s.apply(&plan).map(|r| r.shadowed);
                     assert_eq!(replaced, Some(shadowed));
                     model.splice(i..=j, [seq]);
                 }
-                seq += 1;
                 assert_eq!(s.len(), model.len());
             }
             assert_eq!(s.nodes(), model);

@@ -3,7 +3,6 @@
 
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use std::sync::mpsc;
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
@@ -11,6 +10,7 @@ use napi::Env;
 use napi::Result;
 use napi_derive::napi;
 use serde_json::Value;
+use std::sync::mpsc;
 
 #[napi]
 pub struct NativeSession {
@@ -112,18 +112,6 @@ impl NativeSession {
                 CoreError::InvalidArgument("the seed helper thread failed".into()),
             )),
         }
-    }
-
-    /// The same from the events' texts, a line each, as UTF-8 bytes.
-    #[napi(js_name = "seedLines")]
-    pub fn seed_lines(&mut self, env: Env, lines: Buffer) -> Result<()> {
-        let text = std::str::from_utf8(&lines).map_err(|_| {
-            throw(
-                &env,
-                CoreError::InvalidArgument("seed texts are not UTF-8".into()),
-            )
-        })?;
-        self.log.seed_lines(text).map_err(|e| throw(&env, e))
     }
 
     /// Replace the session header (the constructor checks it after the

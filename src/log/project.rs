@@ -1,0 +1,90 @@
+//! What the log gives out: event texts (ranges or picked seqs), the whole
+//! log as JSONL, and the closers of an interrupted turn.
+
+use super::Log;
+use crate::repair::{closers, ScanEvent};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+impl Log {
+    /// Events `from..to` as one JSON array text.
+    pub fn events_json(&self, from: usize, to: usize) -> String {
+        let to = to.min(self.texts.len());
+        let from = from.min(to);
+        let size: usize = (from..to)
+            .map(|i| self.texts.get(i).map_or(0, str::len) + 1)
+            .sum();
+        let mut out = String::with_capacity(size + 2);
+        out.push('[');
+        for i in from..to {
+            if i > from {
+                out.push(',');
+            }
+            out.push_str(self.texts.get(i).unwrap_or("null"));
+        }
+        out.push(']');
+        out
+    }
+
+    /// The payload text of event `seq`.
+    pub fn data_of(&self, seq: usize) -> Option<&str> {
+        #[derive(Deserialize)]
+        struct DataOnly<'a> {
+            #[serde(borrow)]
+            data: &'a RawValue,
+        }
+        let text = self.texts.get(seq)?;
+        serde_json::from_str::<DataOnly>(text)
+            .ok()
+            .map(|d| d.data.get())
+    }
+
+    /// The texts of events `seqs` (each held natively) as one JSON array text.
+    pub fn texts_json(&self, seqs: &[u32]) -> String {
+        let size: usize = seqs
+            .iter()
+            .map(|&i| self.texts.get(i as usize).map_or(4, str::len) + 1)
+            .sum();
+        let mut out = String::with_capacity(size + 2);
+        out.push('[');
+        for (k, &i) in seqs.iter().enumerate() {
+            if k > 0 {
+                out.push(',');
+            }
+            out.push_str(self.texts.get(i as usize).unwrap_or("null"));
+        }
+        out.push(']');
+        out
+    }
+
+    /// The whole log as the JSONL store writes it.
+    pub fn to_jsonl(&self) -> String {
+        let header = self.header.line();
+        let mut out = String::with_capacity(
+            header.len() + 1 + self.texts.iter().map(|t| t.len() + 1).sum::<usize>(),
+        );
+        out.push_str(&header);
+        out.push('\n');
+        for t in self.texts.iter() {
+            out.push_str(t);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The section-8 closers for this log.
+    pub fn closers(&self) -> Vec<Value> {
+        let from = self.last_boundary.unwrap_or(0);
+        let texts = &self.texts;
+        let metas = &self.metas;
+        closers((from..texts.len()).filter_map(|i| {
+            Some(ScanEvent {
+                kind: metas[i].kind,
+                seq: i as u64,
+                time: metas[i].time,
+                data: self.data_of(i)?,
+            })
+        }))
+    }
+}

@@ -408,13 +408,18 @@ class Session {
     } else {
       if (needsNative) effect = native.prepare(type, seq, metaJson, dataText)
       this.#appending = true
+      const hooks = attachments.slice()
+      let ran = 0
       try {
-        for (const a of attachments.slice()) {
+        for (; ran < hooks.length; ran++) {
+          const a = hooks[ran]
           if (typeof a.beforeCommit === 'function') a.beforeCommit(event, this)
         }
       } catch (error) {
         if (needsNative) native.discardPrepared()
         if (trace !== undefined) trace.discard()
+        // Every attachment whose beforeCommit ran (the vetoing one included) learns of the veto.
+        for (let i = 0; i <= ran; i++) this.#vetoed(hooks[i], error, event)
         this.#appending = false
         throw error
       }
@@ -444,6 +449,15 @@ class Session {
     this.#objs.push(event)
     this.#seq = seq + 1
     this.#eventsCache = undefined
+  }
+
+  #vetoed(attachment, error, event) {
+    if (typeof attachment.onVeto !== 'function') return
+    try {
+      attachment.onVeto(error, event, this)
+    } catch (inner) {
+      reportObserverError(inner)
+    }
   }
 
   #notify(attachment, event) {
@@ -637,3 +651,9 @@ const stores = require('./lib/stores.js')
 stores.useCore(module.exports)
 module.exports.JsonlSessionStore = stores.JsonlSessionStore
 module.exports.SqliteSessionStore = stores.SqliteSessionStore
+
+// The SessionStore service (SPEC 12); its cordis peers load on first use.
+const service = require('./lib/service.js')
+service.useCore(module.exports)
+module.exports.SessionStore = service.SessionStore
+module.exports.SessionForkError = service.SessionForkError

@@ -540,7 +540,8 @@ export declare class SessionStore extends CordisService {
   fork(source: SessionForkSource | string, boundary?: number, childSessionId?: SessionId | string): Session
 }
 
-export default SessionStore
+// The default export (the class, for `import SessionStore from`) is the ES
+// module entry's: index.d.mts. This CommonJS entry has none.
 
 /** The events the store publishes, each delivered through the session owner's scope carrier. */
 interface SessionStoreEvents {

@@ -5,7 +5,8 @@
 import { Context, Service } from '@deepseek-ai/cordis'
 import type { Scoped } from '@deepseek-ai/dsh-scope'
 import { describe, expectTypeOf, it } from 'vitest'
-import SessionStoreDefault, {
+import SessionStoreDefault from '../index.mjs'
+import {
   Session,
   SessionForkError,
   SessionStore,
@@ -21,7 +22,7 @@ import SessionStoreDefault, {
 declare const ctx: Context
 
 describe('exports', () => {
-  it('the default export is the SessionStore class, a cordis Service', () => {
+  it('the ESM default export is the SessionStore class, a cordis Service', () => {
     expectTypeOf(SessionStoreDefault).toEqualTypeOf<typeof SessionStore>()
     expectTypeOf<SessionStore>().toMatchTypeOf<Service>()
     expectTypeOf(SessionStore).constructorParameters.toEqualTypeOf<[ctx: Context]>()

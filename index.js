@@ -418,7 +418,7 @@ class Session {
       } catch (error) {
         if (needsNative) native.discardPrepared()
         if (trace !== undefined) trace.discard()
-        // Every attachment whose beforeCommit ran (the vetoing one included) learns of the veto.
+        // Each attachment the append reached, the vetoing one included, learns of the veto.
         for (let i = 0; i <= ran; i++) this.#vetoed(hooks[i], error, event)
         this.#appending = false
         throw error

@@ -2,6 +2,8 @@
 // session/created, session/event and session/disposed (containment, veto
 // through internal/dispatch, re-entrant appends, deferred detach, scopes).
 
+import InvariantRegistry from '@deepseek-ai/dsh-invariants'
+import * as scopeInvariant from '@deepseek-ai/dsh-scope/invariant'
 import { describe, expect, it } from 'vitest'
 import { Session, type SessionEvent } from '../index.js'
 import { completed, mount, scope, ticks, turnStart, userMessage } from './service-helpers.js'
@@ -387,6 +389,27 @@ describe('scoped delivery', () => {
     session.append('turn/start', turnStart())
     detach()
     expect(log).toEqual(['A event entered-in-a 0', 'A disposed entered-in-a'])
+  })
+
+  it("dispatches through carriers the consumer's dsh-scope recognizes (its scope invariant passes)", async () => {
+    const { ctx, warnings } = await mount()
+    await ctx.plugin(InvariantRegistry)
+    await ctx.plugin(scopeInvariant)
+    // The invariant is live: a dispatch without a carrier is refused.
+    expect(() => ctx.emit('session/created', new Session('forged'))).toThrow('dispatched without a scope carrier')
+    const A = {}
+    const a = await scope(ctx, A)
+    const heard: string[] = []
+    a.ctx.on('session/event', (s, e) => void heard.push(`${s.id} ${e.seq}`))
+    const session = a.ctx.sessions.create('checked')
+    session.append('turn/start', turnStart())
+    session.append('turn/end', completed())
+    await ctx.sessions.flush(session)
+    const child = ctx.sessions.fork(session, undefined, 'unscoped-child')
+    child.append('turn/start', turnStart(2))
+    await a.dispose()
+    expect(heard).toEqual(['checked 0', 'checked 1'])
+    expect(warnings).toEqual([])
   })
 
   it('a session/event warning uses the owner context logger, read at call time', async () => {

@@ -174,6 +174,20 @@ describe('fork', () => {
       expect(error.code).toBe('INVALID_BOUNDARY')
     })
 
+    it('a log whose index and seq disagree is not a contiguous boundary', async () => {
+      const { ctx } = await mount()
+      // The native Session never holds such a log; an own getter can show one.
+      const corrupt = new Session('corrupt')
+      corrupt.append('turn/start', turnStart())
+      corrupt.append('turn/end', completed())
+      const real = corrupt.events
+      Object.defineProperty(corrupt, 'events', { get: () => real.map((event, index) => (index === 1 ? { ...event, seq: 5 } : event)) })
+      ctx.sessions.enter(corrupt)
+      const error = forkError(() => ctx.sessions.fork(corrupt, 1))
+      expect(error.message).toBe('fork boundary 1 does not match a contiguous event seq in session "corrupt"')
+      expect(error.code).toBe('INVALID_BOUNDARY')
+    })
+
     it('a duplicate child id wins over a bad boundary and a missing source', async () => {
       const { ctx, source } = await withSource()
       expect(forkError(() => ctx.sessions.fork(source, -1, 'src')).code).toBe('SESSION_ALREADY_EXISTS')

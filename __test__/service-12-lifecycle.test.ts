@@ -58,6 +58,16 @@ describe('create (SPEC 12.3)', () => {
     ])
   })
 
+  it('is one effect on the calling fiber, labelled sessions.create()', async () => {
+    const { ctx } = await mount()
+    const inner = await fiber(ctx)
+    const labels = () => inner.ctx.fiber.getEffects().map((effect) => effect.label)
+    const before = labels()
+    inner.ctx.sessions.create('labelled')
+    expect(labels()).toEqual([...before, 'sessions.create()'])
+    await inner.dispose()
+  })
+
   it('throws `already exists` for a live id', async () => {
     const { ctx } = await mount()
     ctx.sessions.create('dup')

@@ -190,6 +190,21 @@ describe('installed without peers', () => {
     )
     expect(result).toEqual({ same: true, seq: 1, error: ['PEER_MISSING', true] })
   })
+
+  it("the consumer's TypeScript (skipLibCheck) types the session core without the peers' types", () => {
+    const output = typecheck(
+      dir,
+      `
+      import { Session, type SessionEvent } from 'dsh-session-native'
+      const session = new Session('typed')
+      const event: SessionEvent = session.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } })
+      // @ts-expect-error the overloads still hold
+      session.append('user/message', { content: [], source: { kind: 'user' } })
+      export { event }
+      `,
+    )
+    expect(output).toBe('')
+  })
 })
 
 describe('installed with cordis under its monorepo name', () => {

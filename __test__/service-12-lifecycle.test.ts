@@ -302,6 +302,22 @@ describe('prepare, enter, announce (SPEC 12.3)', () => {
     detach()
   })
 
+  it('enter refuses what is not a Session (INVALID_ARGUMENT) and registers nothing', async () => {
+    const { ctx } = await mount()
+    for (const value of [{ id: 'fake' }, null, 'id']) {
+      let error: unknown
+      try {
+        ctx.sessions.enter(value as never)
+      } catch (e) {
+        error = e
+      }
+      expect(error).toBeInstanceOf(TypeError)
+      expect((error as { code?: string }).code).toBe('INVALID_ARGUMENT')
+      expect((error as Error).message).toBe('sessions.enter expects a Session of dsh-session-native')
+    }
+    expect(ctx.sessions.list()).toEqual([])
+  })
+
   it('list is a fresh array in entry order', async () => {
     const { ctx } = await mount()
     const a = ctx.sessions.create('a')

@@ -89,6 +89,9 @@ describe('create (SPEC 12.3)', () => {
     expect(ctx.sessions.prepare().id).toBe('session-2')
     expect(ctx.sessions.prepare().id).toBe('session-3')
     expect(ctx.sessions.create().id).toBe('session-4')
+    // Only an omitted (undefined) id is minted; null is a given id, and not a string.
+    expect(() => ctx.sessions.prepare(null as never)).toThrow('session id must be a string')
+    expect(ctx.sessions.prepare().id).toBe('session-5')
   })
 
   it('a session lives until its creating fiber unloads; later appends reach no listener', async () => {

@@ -22,7 +22,7 @@ let core
 function useCore(index) {
   core = { Session: index.Session }
 }
-function Session() {
+function sessionClass() {
   if (core === undefined) useCore(require('../index.js'))
   return core.Session
 }
@@ -184,8 +184,8 @@ class SessionStore {
     if (meta.cwd !== undefined) header.cwd = meta.cwd
     if (meta.parentSession !== undefined) header.parentSession = meta.parentSession
     if (meta.seedLength !== undefined) header.seedLength = meta.seedLength
-    const SessionClass = Session()
-    return new SessionClass(sessionId, options?.seed, header)
+    const Session = sessionClass()
+    return new Session(sessionId, options?.seed, header)
   }
 
   enter(session) {

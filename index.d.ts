@@ -6,6 +6,9 @@
  * Hand-written: the generated raw binding (`binding.d.ts`) is internal.
  */
 
+import type { Context as CordisContext, Service as CordisService } from '@deepseek-ai/cordis'
+import type { Scoped } from '@deepseek-ai/dsh-scope'
+
 // ---------------------------------------------------------------- JSON
 
 /** A value that survives `JSON.stringify` -> `JSON.parse` unchanged. */
@@ -292,6 +295,15 @@ export interface SessionAttachment {
   beforeCommit?(event: SessionEvent, session: Session): void
   afterCommit?(event: SessionEvent, session: Session): void | Promise<void>
   onObserverError?(error: unknown, event: SessionEvent, session: Session): void
+  /**
+   * The append was vetoed: a `beforeCommit` threw, this attachment's or a
+   * later one's. Called, in attach order, on every attachment the append had
+   * reached (up to and including the vetoing one), after the log, surface
+   * and `seq` are restored and before `append` rethrows the error; lets an
+   * attachment close what its `beforeCommit` opened. A throw here is
+   * reported (`console.error`) and does not replace the veto.
+   */
+  onVeto?(error: unknown, event: SessionEvent, session: Session): void
 }
 
 export interface SessionOptions {
@@ -369,11 +381,13 @@ export interface StoredSession {
 }
 
 /**
- * A durable session store. Every method that touches storage runs off the
+ * A durable session store (SPEC 11). Named `SessionStore` before the Cordis
+ * service of SPEC 12 took that name (a class and an interface of one name
+ * would merge), so no alias is kept. Every method that touches storage runs off the
  * main thread and returns a promise; operations on one session run in call
  * order, different sessions proceed in parallel. Rejections carry `err.code`.
  */
-export interface SessionStore {
+export interface DurableSessionStore {
   /**
    * Record the intent to create a session: nothing is stored until its first
    * append (a never-appended session is absent from `list()`). Rejects an id
@@ -423,7 +437,7 @@ export interface JsonlSessionStoreOptions {
 }
 
 /** Sessions as JSONL files: line 1 the header, then one event per line. */
-export declare class JsonlSessionStore implements SessionStore {
+export declare class JsonlSessionStore implements DurableSessionStore {
   constructor(options: JsonlSessionStoreOptions)
   create(header: SessionHeader): Promise<void>
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
@@ -445,7 +459,7 @@ export interface SqliteSessionStoreOptions {
 }
 
 /** Sessions in one SQLite database (schema version 4, shared with the TypeScript backend). */
-export declare class SqliteSessionStore implements SessionStore {
+export declare class SqliteSessionStore implements DurableSessionStore {
   constructor(options: SqliteSessionStoreOptions)
   create(header: SessionHeader): Promise<void>
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
@@ -455,4 +469,105 @@ export declare class SqliteSessionStore implements SessionStore {
   list(): Promise<SessionHeader[]>
   locate(header: SessionHeader): undefined
   close(): Promise<void>
+}
+
+// ---------------------------------------------------------------- the SessionStore service (SPEC 12)
+
+/** Options of `ctx.sessions.create` / `prepare`. */
+export interface CreateSessionOptions {
+  /** Events to replay (validated and snapshotted as by `new Session`). */
+  readonly seed?: readonly SessionEvent[]
+  /** Header fields; `createdAt` defaults to now. Other keys are ignored. */
+  readonly meta?: {
+    readonly cwd?: string
+    readonly parentSession?: SessionId
+    readonly createdAt?: number
+    readonly seedLength?: number
+  }
+}
+
+/** What `fork` forks: a live session object, or the id of one. */
+export type SessionForkSource = Session | SessionId
+
+export type SessionForkErrorCode =
+  | 'SESSION_NOT_FOUND'
+  | 'SESSION_NOT_LIVE'
+  | 'SESSION_ALREADY_EXISTS'
+  | 'INVALID_BOUNDARY'
+  | 'OPEN_TURN'
+
+/** A `ctx.sessions.fork` failure; `name` is `'SessionForkError'`. */
+export declare class SessionForkError extends Error {
+  constructor(message: string, code: SessionForkErrorCode)
+  readonly code: SessionForkErrorCode
+}
+
+/**
+ * The Cordis service of live sessions (`ctx.plugin(SessionStore)` registers
+ * it as `ctx.sessions`), and the only publisher of the `session/*` events.
+ * It stores nothing durably: persistence plugins follow `session/event` and
+ * drain on `session/flush`. Its peers, cordis 4 and `@deepseek-ai/dsh-scope`,
+ * are the consumer's, loaded when the service is first constructed.
+ */
+export declare class SessionStore extends CordisService {
+  constructor(ctx: CordisContext)
+  /**
+   * `prepare`, then enter and announce on the calling fiber (one effect,
+   * `sessions.create()`): the session lives until that fiber unloads.
+   * Throws `session "ID" already exists` for a live id.
+   */
+  create(id?: SessionId | string, options?: CreateSessionOptions): Session
+  /** A new session, neither entered nor announced; an omitted id is minted (`session-<n>`). */
+  prepare(id?: SessionId | string, options?: CreateSessionOptions): Session
+  /** Register a session (no event) through the calling context's scope; returns its detach. */
+  enter(session: Session): () => void
+  /** Deliver `session/created` for an entered session, once. */
+  announce(session: Session): void
+  /**
+   * Run every `session/flush` listener of a live session and wait for all;
+   * rejects with the first failing listener's raw reason.
+   */
+  flush(session: Session): Promise<void>
+  /** The entered session of that id, or `undefined`. */
+  get(id: SessionId | string): Session | undefined
+  /** The entered sessions, in entry order (a fresh array). */
+  list(): Session[]
+  /**
+   * A child session seeded with `source`'s events `0..=boundary` (default:
+   * the whole log), which must end on a `turn/end`; created (entered and
+   * announced) on the calling fiber. Throws {@link SessionForkError}.
+   */
+  fork(source: SessionForkSource | string, boundary?: number, childSessionId?: SessionId | string): Session
+}
+
+// The default export (the class, for `import SessionStore from`) is the ES
+// module entry's: index.d.mts. This CommonJS entry has none.
+
+/** The events the store publishes, each delivered through the session owner's scope carrier. */
+interface SessionStoreEvents {
+  /** A session was announced. Delivered like `emit`. */
+  'session/created'(this: Scoped<Session>, session: Session): void
+  /** An announced session left the store (`get(id)` is already `undefined`). Delivered like `emit`. */
+  'session/disposed'(this: Scoped<Session>, session: Session): void
+  /** An event was appended (it is last in `session.events`). Delivered like `emit`. */
+  'session/event'(this: Scoped<Session>, session: Session, event: SessionEvent): void
+  /** `ctx.sessions.flush(session)`: drain what you hold. Awaited like `parallel`. */
+  'session/flush'(this: Scoped<Session>, session: Session): Promise<void> | void
+}
+
+// The consumer names cordis `@deepseek-ai/cordis` (the published packages)
+// or `cordis` (the monorepo): both are augmented. An augmentation of a module
+// that is not installed is an error only without `skipLibCheck`.
+declare module '@deepseek-ai/cordis' {
+  interface Context {
+    sessions: SessionStore
+  }
+  interface Events extends SessionStoreEvents {}
+}
+
+declare module 'cordis' {
+  interface Context {
+    sessions: SessionStore
+  }
+  interface Events extends SessionStoreEvents {}
 }

@@ -82,3 +82,9 @@ const stores = require('./lib/stores.js')
 stores.useCore(module.exports)
 module.exports.JsonlSessionStore = stores.JsonlSessionStore
 module.exports.SqliteSessionStore = stores.SqliteSessionStore
+
+// The SessionStore service (SPEC 12); its cordis peers load on first use.
+const service = require('./lib/service.js')
+service.useCore(module.exports)
+module.exports.SessionStore = service.SessionStore
+module.exports.SessionForkError = service.SessionForkError

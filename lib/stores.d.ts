@@ -3,7 +3,7 @@ export { JsonlSessionStore, SqliteSessionStore } from '../index'
 export type {
   JsonlSessionStoreOptions,
   SessionLocation,
-  SessionStore,
+  DurableSessionStore,
   SqliteJournalMode,
   SqliteSessionStoreOptions,
   StoredSession,

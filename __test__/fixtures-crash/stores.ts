@@ -5,7 +5,7 @@ import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import type { SessionStore } from '../../lib/stores.js'
+import type { DurableSessionStore as SessionStore } from '../../lib/stores.js'
 import type { SessionEvent, SessionHeader } from '../../index.js'
 
 // The package as Node loads it (one module instance): the stores check that

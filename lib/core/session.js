@@ -336,13 +336,18 @@ class Session {
     } else {
       if (needsNative) effect = native.prepare(type, seq, metaJson, dataText)
       this.#appending = true
+      const hooks = attachments.slice()
+      let ran = 0
       try {
-        for (const a of attachments.slice()) {
+        for (; ran < hooks.length; ran++) {
+          const a = hooks[ran]
           if (typeof a.beforeCommit === 'function') a.beforeCommit(event, this)
         }
       } catch (error) {
         if (needsNative) native.discardPrepared()
         if (trace !== undefined) trace.discard()
+        // Each attachment the append reached, the vetoing one included, learns of the veto.
+        for (let i = 0; i <= ran; i++) this.#vetoed(hooks[i], error, event)
         this.#appending = false
         throw error
       }
@@ -375,6 +380,15 @@ class Session {
     this.#objs.push(event)
     this.#seq = seq + 1
     this.#eventsCache = undefined
+  }
+
+  #vetoed(attachment, error, event) {
+    if (typeof attachment.onVeto !== 'function') return
+    try {
+      attachment.onVeto(error, event, this)
+    } catch (inner) {
+      reportObserverError(inner)
+    }
   }
 
   #notify(attachment, event) {

@@ -1,0 +1,333 @@
+'use strict'
+// The SessionStore service (SPEC 12): the in-memory registry of live
+// sessions that agent loops reach as `ctx.sessions`, and the only publisher
+// of the four `session/*` events. It stores nothing durably.
+//
+// Cordis calls service methods with `this` set to a proxy whose `ctx` is
+// the calling context, so every method reads `this.ctx` when called; state
+// lives in ordinary properties (no `#private` members: reading one through
+// the proxy throws). Appends reach the store through the session's
+// publication seam (SPEC 10, `session.attach`).
+//
+// The class exists without its peers (so `require('dsh-session-native')`
+// works without cordis); the first construction loads them (lib/peers.js)
+// and links the class under the consumer's cordis `Service`.
+
+const { loadPeers } = require('./peers.js')
+
+const SERVICE_NAME = 'sessions'
+
+// The session core (index.js hands over its own, as for the durable stores).
+let core
+function useCore(index) {
+  core = { Session: index.Session }
+}
+function sessionClass() {
+  if (core === undefined) useCore(require('../index.js'))
+  return core.Session
+}
+
+/** Which entry, of any store of this module, holds a session. */
+const holders = new WeakMap()
+
+// ---------------------------------------------------------------- errors
+
+/** A `fork` failure (SPEC 12.6), with a stable read-only `code`. */
+class SessionForkError extends Error {
+  constructor(message, code) {
+    super(message)
+    Object.defineProperty(this, 'code', { value: code, enumerable: true, writable: false, configurable: false })
+  }
+}
+Object.defineProperty(SessionForkError.prototype, 'name', {
+  value: 'SessionForkError',
+  writable: true,
+  configurable: true,
+})
+
+function quote(id) {
+  return `session "${id}"`
+}
+
+// ---------------------------------------------------------------- delivery (SPEC 12.4)
+
+/** One warning, read from `ctx.logger` when it is written. */
+function warn(ctx, text) {
+  ctx.logger.warn(text)
+}
+
+/** Resolve the listeners of `name` for `carrier`: a fixed snapshot (may throw). */
+function resolve(ctx, carrier, name, args) {
+  return Array.from(ctx.events.dispatch('emit', [carrier, name, ...args]))
+}
+
+/** Log a listener's rejection, attached at once. */
+function watch(result, ctx, id, name) {
+  Promise.resolve(result).then(undefined, (reason) => {
+    warn(ctx, `${quote(id)}: ${name} listener rejected: ${String(reason)}`)
+  })
+}
+
+/** Call each listener in its own `try`: throws and rejections are logged, never raised. */
+function deliver(callbacks, args, ctx, id, name) {
+  for (const callback of callbacks) {
+    let result
+    try {
+      result = callback(...args)
+    } catch (error) {
+      warn(ctx, `${quote(id)}: ${name} listener threw: ${String(error)}`)
+      continue
+    }
+    watch(result, ctx, id, name)
+  }
+}
+
+// ---------------------------------------------------------------- entries (SPEC 12.3)
+
+/** The entry of `session` when it is live in the store whose map is `entries`. */
+function liveEntry(entries, session) {
+  if (session === null || typeof session !== 'object') return undefined
+  const entry = holders.get(session)
+  return entry !== undefined && entries.get(entry.id) === entry ? entry : undefined
+}
+
+/** Remove an entry now (immediate or deferred detach). Never throws. */
+function remove(entry) {
+  entry.detachRequested = false
+  if (entry.entries.get(entry.id) !== entry) return
+  entry.entries.delete(entry.id)
+  if (holders.get(entry.session) === entry) holders.delete(entry.session)
+  entry.detachSeam()
+  if (!entry.announced) return
+  const { ctx, session } = entry
+  let callbacks
+  try {
+    callbacks = resolve(ctx, entry.carrier, 'session/disposed', [session])
+  } catch (error) {
+    warn(ctx, `${quote(entry.id)}: session/disposed dispatch threw: ${String(error)}`)
+    return
+  }
+  deliver(callbacks, [session], ctx, entry.id, 'session/disposed')
+}
+
+/** A deferred removal runs when the last publication window closes. */
+function settle(entry) {
+  if (entry.detachRequested && !entry.announcing && !entry.appending) remove(entry)
+}
+
+/** The section-10 attachment through which an entry publishes `session/event`. */
+function seam(entry) {
+  return {
+    beforeCommit(event, session) {
+      entry.appending = true
+      entry.pending = undefined
+      entry.pending = resolve(entry.ctx, entry.carrier, 'session/event', [session, event])
+    },
+    afterCommit(event, session) {
+      const callbacks = entry.pending
+      entry.pending = undefined
+      if (!entry.appending) return
+      try {
+        if (callbacks !== undefined) deliver(callbacks, [session, event], entry.ctx, entry.id, 'session/event')
+      } finally {
+        entry.appending = false
+        settle(entry)
+      }
+    },
+    onVeto() {
+      entry.pending = undefined
+      if (!entry.appending) return
+      entry.appending = false
+      settle(entry)
+    },
+  }
+}
+
+// ---------------------------------------------------------------- the service
+
+/** Link the class under the consumer's cordis `Service` (once). */
+function link(Service) {
+  if (Object.getPrototypeOf(SessionStore) === Service) return
+  Object.setPrototypeOf(SessionStore.prototype, Service.prototype)
+  Object.setPrototypeOf(SessionStore, Service)
+}
+
+/**
+ * `ctx.plugin(SessionStore)`: registers the store as `ctx.sessions`.
+ * A subclass of the consumer's cordis `Service` from its first construction.
+ */
+class SessionStore {
+  constructor(ctx) {
+    const { Service } = loadPeers()
+    link(Service)
+    // The Service base registers the instance (`ctx.reflect.provide`).
+    const self = Reflect.construct(Service, [ctx, SERVICE_NAME], new.target)
+    /** Entries by id, in insertion order. */
+    self.entries = new Map()
+    /** The id counter of `prepare` (never reset). */
+    self.counter = 0
+    return self
+  }
+
+  prepare(id, options) {
+    const entries = this.entries
+    let sessionId = id
+    if (sessionId === undefined) {
+      do {
+        this.counter += 1
+        sessionId = `session-${this.counter}`
+      } while (entries.has(sessionId))
+    }
+    if (entries.has(sessionId)) throw new Error(`${quote(sessionId)} already exists`)
+    const meta = options?.meta ?? {}
+    const header = { version: 0, id: sessionId, createdAt: meta.createdAt ?? Date.now() }
+    if (meta.cwd !== undefined) header.cwd = meta.cwd
+    if (meta.parentSession !== undefined) header.parentSession = meta.parentSession
+    if (meta.seedLength !== undefined) header.seedLength = meta.seedLength
+    const Session = sessionClass()
+    return new Session(sessionId, options?.seed, header)
+  }
+
+  enter(session) {
+    const ctx = this.ctx
+    const { scopeOf, scopeTarget } = loadPeers()
+    if (session === null || typeof session !== 'object' || typeof session.attach !== 'function') {
+      const error = new TypeError('sessions.enter expects a Session of dsh-session-native')
+      error.code = 'INVALID_ARGUMENT'
+      throw error
+    }
+    const carrier = scopeTarget(session, scopeOf(ctx))
+    const entries = this.entries
+    const id = session.id
+    if (entries.has(id)) throw new Error(`${quote(id)} already exists`)
+    if (holders.has(session)) throw new Error(`${quote(id)} is already attached to a store`)
+    const entry = {
+      id,
+      session,
+      carrier,
+      ctx,
+      entries,
+      announced: false,
+      announcing: false,
+      appending: false,
+      detachRequested: false,
+      pending: undefined,
+      detachSeam: undefined,
+    }
+    entries.set(id, entry)
+    holders.set(session, entry)
+    entry.detachSeam = session.attach(seam(entry))
+    let detached = false
+    return () => {
+      if (detached) return
+      detached = true
+      if (entry.announcing || entry.appending) entry.detachRequested = true
+      else remove(entry)
+    }
+  }
+
+  announce(session) {
+    const ctx = this.ctx
+    const entry = liveEntry(this.entries, session)
+    if (entry === undefined) throw new Error(`${quote(session?.id)} is not live in this store`)
+    if (entry.announced || entry.announcing) throw new Error(`${quote(entry.id)} was already announced`)
+    // Announced before delivery: even a partial delivery pairs with disposal.
+    entry.announced = true
+    entry.announcing = true
+    try {
+      const callbacks = resolve(ctx, entry.carrier, 'session/created', [session])
+      for (const callback of callbacks) watch(callback(session), ctx, entry.id, 'session/created')
+    } finally {
+      entry.announcing = false
+      settle(entry)
+    }
+  }
+
+  create(id, options) {
+    const session = this.prepare(id, options)
+    const store = this
+    this.ctx.effect(function* () {
+      yield store.enter(session)
+      store.announce(session)
+    }, 'sessions.create()')
+    return session
+  }
+
+  async flush(session) {
+    const ctx = this.ctx
+    const entry = liveEntry(this.entries, session)
+    if (entry === undefined) throw new Error(`${quote(session?.id)} is not live in this store`)
+    const callbacks = resolve(ctx, entry.carrier, 'session/flush', [session])
+    const results = callbacks.map((callback) => {
+      try {
+        return Promise.resolve(callback(session))
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    })
+    const settled = await Promise.allSettled(results)
+    for (const result of settled) {
+      if (result.status === 'rejected') throw result.reason
+    }
+  }
+
+  get(id) {
+    return this.entries.get(id)?.session
+  }
+
+  list() {
+    return Array.from(this.entries.values(), (entry) => entry.session)
+  }
+
+  fork(source, boundary, childSessionId) {
+    const entries = this.entries
+    if (childSessionId !== undefined && entries.has(childSessionId)) {
+      throw new SessionForkError(`${quote(childSessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
+    }
+    const sourceId = typeof source === 'string' ? source : source?.id
+    const entry = entries.get(sourceId)
+    if (entry === undefined) throw new SessionForkError(`${quote(sourceId)} not found`, 'SESSION_NOT_FOUND')
+    if (typeof source !== 'string' && entry.session !== source) {
+      throw new SessionForkError(`${quote(sourceId)} is not the live store instance`, 'SESSION_NOT_LIVE')
+    }
+    const parent = entry.session
+    const events = parent.events
+    let seed = []
+    if (boundary !== undefined || events.length > 0) {
+      const b = boundary === undefined ? events[events.length - 1].seq : boundary
+      if (!Number.isSafeInteger(b) || b < 0) {
+        throw new SessionForkError(
+          `fork boundary for ${quote(sourceId)} must be a non-negative safe integer, got ${String(b)}`,
+          'INVALID_BOUNDARY',
+        )
+      }
+      if (b >= events.length) {
+        const last = events.length === 0 ? 'none' : events[events.length - 1].seq
+        throw new SessionForkError(
+          `fork boundary ${b} does not exist in ${quote(sourceId)} (last seq: ${last})`,
+          'INVALID_BOUNDARY',
+        )
+      }
+      if (events[b].seq !== b) {
+        throw new SessionForkError(
+          `fork boundary ${b} does not match a contiguous event seq in ${quote(sourceId)}`,
+          'INVALID_BOUNDARY',
+        )
+      }
+      if (events[b].type !== 'turn/end') {
+        throw new SessionForkError(
+          `fork boundary ${b} in ${quote(sourceId)} must be turn/end, got ${events[b].type}`,
+          'OPEN_TURN',
+        )
+      }
+      seed = events.slice(0, b + 1)
+    }
+    const meta = {}
+    if (parent.header.cwd !== undefined) meta.cwd = parent.header.cwd
+    meta.parentSession = parent.id
+    meta.seedLength = seed.length
+    return this.create(childSessionId, { seed, meta })
+  }
+}
+
+module.exports = { SessionStore, SessionForkError, useCore }

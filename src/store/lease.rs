@@ -80,11 +80,12 @@ pub fn acquire(path: &Path, subject: &str) -> Result<Lease, Refused> {
         Err(TryLockError::Error(e)) => return Err(io("cannot lock", path, e)),
     }
     // The pid is a hint for the refused party; a failure to write it only
-    // makes that message vaguer.
-    let pid = format!("{}\n", std::process::id());
+    // makes that message vaguer. Written over the last one at a fixed
+    // width, never truncated (truncating a file to zero and rewriting it
+    // makes ext4 start writing it back on close).
+    let pid = format!("{:>10}\n", std::process::id());
     let _ = file
-        .set_len(0)
-        .and_then(|()| file.seek(SeekFrom::Start(0)))
+        .seek(SeekFrom::Start(0))
         .and_then(|_| file.write_all(pid.as_bytes()));
     Ok(Lease { _file: file })
 }
@@ -126,7 +127,7 @@ mod tests {
         drop(first);
         let again = acquire(&path, "session \"s\"").unwrap();
         drop(again);
-        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{pid}\n"));
+        assert_eq!(fs::read_to_string(&path).unwrap(), format!("{pid:>10}\n"));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

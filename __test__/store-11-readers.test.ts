@@ -76,6 +76,11 @@ for (const { kind, make } of STORES) {
       expect(inspect.code).toBe(0)
       const check = await cli(['check', address])
       expect(check.code).toBe(2)
+      for (const args of [['derive', address, '--repaired'], ['surface', address, '--repaired'], ['repair', address, '--dry-run'],
+        ['list', kind === 'jsonl' ? dir : `sqlite:${path.join(dir, 'sessions.db')}`],
+        ['convert', address, kind === 'jsonl' ? `sqlite:${path.join(dir, 'copy.db')}#live` : path.join(dir, 'copy.jsonl')]]) {
+        expect((await cli(args)).code, args.join(' ')).toBe(0)
+      }
       const repair = await cli(['repair', address])
       expect(repair.code).toBe(1)
       expect(repair.stderr).toContain('session "live" is in use')

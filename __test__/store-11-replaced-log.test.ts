@@ -62,6 +62,28 @@ describe('jsonl store: a log replaced under an open store', () => {
     expect(fs.readFileSync(original, 'utf8')).toBe(stored)
   })
 
+  it('refuses the first append of a store that loaded the log before it was replaced or removed', async () => {
+    const { dir, store, file } = await open('loaded')
+    await store.close()
+    for (const change of ['replace', 'remove'] as const) {
+      const reader = new JsonlSessionStore({ root: dir })
+      cleanup.push(() => reader.close())
+      await reader.load('s')
+      const stored = fs.readFileSync(file, 'utf8')
+      const kept = path.join(dir, `${change}.keep`)
+      fs.renameSync(file, kept)
+      if (change === 'replace') fs.writeFileSync(file, stored)
+      const r = await rejection(reader.append('s', asEvents(NEXT)))
+      expect(r.code).toBe('LOG_REPLACED')
+      expect(r.message).toContain(change === 'replace' ? 'was replaced by another file' : 'was removed')
+      expect(fs.readFileSync(kept, 'utf8')).toBe(stored)
+      if (change === 'replace') expect(fs.readFileSync(file, 'utf8')).toBe(stored)
+      else expect(fs.existsSync(file)).toBe(false)
+      await reader.close()
+      fs.renameSync(kept, file)
+    }
+  })
+
   it('refuses to append after the log was truncated outside the store', async () => {
     const { store, file, stored } = await open('truncated')
     const cut = stored.slice(0, stored.length - 40)

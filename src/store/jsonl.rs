@@ -30,6 +30,21 @@ pub struct JsonlHandle {
     file: Option<File>,
     /// Bytes of the log that are durable and ours: the next write starts here.
     len: u64,
+    /// The file the store read or wrote, when `file` is not kept open (a
+    /// loaded session holds no descriptor of its log until it writes).
+    identity: Option<(u64, u64)>,
+}
+
+/// A file's device and inode.
+#[cfg(unix)]
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_m: &fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 /// The longest encoded id that names its file literally: with `.jsonl`
@@ -107,42 +122,43 @@ pub fn lease_log(path: &Path) -> CoreResult<Option<super::lease::Lease>> {
         .map_err(super::lease::Refused::into_error)
 }
 
+/// `LOG_REPLACED`: the log at `path` is not the file the store had open.
+fn replaced(path: &Path, id: &str, what: &str) -> CoreError {
+    CoreError::LogReplaced(format!(
+        "session log \"{}\" of session {} {what}; nothing was written (load the session again)",
+        path.display(),
+        crate::json::quote(id)
+    ))
+}
+
+const REMOVED: &str = "was removed while this store had it open";
+const REPLACED: &str = "was replaced by another file while this store had it open";
+
 /// Refuse to write through `file` unless it is still the log at `path`, as
 /// long as this store left it (`len` bytes): a log renamed over or removed
 /// under an open store would otherwise take acknowledged writes into a file
 /// no load reads.
 pub fn check_still_the_log(file: &File, path: &Path, len: u64, id: &str) -> CoreResult<()> {
-    let replaced = |what: String| {
-        CoreError::LogReplaced(format!(
-            "session log \"{}\" of session {} {what}; nothing was written (load the session again)",
-            path.display(),
-            crate::json::quote(id)
-        ))
-    };
     let open = file
         .metadata()
         .map_err(|e| io("cannot stat session log", path, e))?;
     let now = match fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            return Err(replaced("was removed while this store had it open".into()))
-        }
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(replaced(path, id, REMOVED)),
         Err(e) => return Err(io("cannot stat session log", path, e)),
     };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        if (open.dev(), open.ino()) != (now.dev(), now.ino()) {
-            return Err(replaced(
-                "was replaced by another file while this store had it open".into(),
-            ));
-        }
+    if identity(&open) != identity(&now) {
+        return Err(replaced(path, id, REPLACED));
     }
     if open.len() != len {
-        return Err(replaced(format!(
-            "was changed outside this store (it holds {} bytes, this store left {len})",
-            open.len()
-        )));
+        return Err(replaced(
+            path,
+            id,
+            &format!(
+                "was changed outside this store (it holds {} bytes, this store left {len})",
+                open.len()
+            ),
+        ));
     }
     Ok(())
 }
@@ -530,7 +546,8 @@ impl Backend for JsonlBackend {
         }
         *handle = JsonlHandle {
             path: Some(path),
-            file: durable.then_some(file),
+            identity: file.metadata().ok().as_ref().and_then(identity),
+            file: None,
             len,
         };
         Ok(Some(repaired.log))
@@ -577,6 +594,7 @@ impl Backend for JsonlBackend {
         sync_dir(&dir)?;
         *handle = JsonlHandle {
             path: Some(path),
+            identity: file.metadata().ok().as_ref().and_then(identity),
             file: Some(file),
             len: (head.len() + batch.lines.len()) as u64,
         };
@@ -589,10 +607,19 @@ impl Backend for JsonlBackend {
             None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
         };
         if handle.file.is_none() {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| io("cannot open session log", &path, e))?;
+            let f = match OpenOptions::new().write(true).open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
+                    return Err(replaced(&path, &key.id, REMOVED))
+                }
+                Err(e) => return Err(io("cannot open session log", &path, e)),
+            };
+            // The file at the path must be the one the store read.
+            let opened = f.metadata().ok().as_ref().and_then(identity);
+            if handle.identity.is_some() && opened != handle.identity {
+                return Err(replaced(&path, &key.id, REPLACED));
+            }
+            handle.identity = opened;
             handle.file = Some(f);
             handle.path = Some(path.clone());
         }

@@ -698,6 +698,35 @@ mod tests {
     }
 
     #[test]
+    fn long_encoded_ids_name_their_files_by_hash() {
+        assert_eq!(encode_id("a/b~é😀"), "a~002Fb~007E~00E9~D83D~DE00");
+        assert_eq!(
+            (encode_id("."), encode_id("..")),
+            ("~002E".into(), "~002E~002E".into())
+        );
+        let literal = "a".repeat(LITERAL_MAX);
+        assert_eq!(stem(&literal), literal.as_str());
+        let long = "a".repeat(LITERAL_MAX + 1);
+        let hashed = stem(&long);
+        assert!(hashed.starts_with("~~") && hashed.len() == 66);
+        assert!(check_file_name(&hashed).is_ok());
+        assert_ne!(stem(&"b".repeat(LITERAL_MAX + 1)), hashed);
+        // The CLI finds the same lock file for a log as the store does.
+        let root = Path::new("/r");
+        let log = root.join("_no-cwd").join(format!("{hashed}.jsonl"));
+        assert_eq!(
+            lease_path_of_log(&log),
+            Some(root.join(LOCKS_DIR).join(format!("{hashed}.lock")))
+        );
+        let literal_log = root.join("cwd-0123456789ab").join(format!("{long}.jsonl"));
+        assert_eq!(
+            lease_path_of_log(&literal_log),
+            Some(root.join(LOCKS_DIR).join(format!("{hashed}.lock")))
+        );
+        assert_eq!(lease_path_of_log(Path::new("/tmp/x.jsonl")), None);
+    }
+
+    #[test]
     fn refuses_file_names_that_are_not_encoded_ids() {
         for bad in ["", ".", "..", "a/b", "a\\b", "a\0b", "é"] {
             assert!(check_file_name(bad).is_err(), "{bad:?}");

@@ -34,6 +34,9 @@ function core() {
   return api
 }
 
+/** Internal: the load of a writer (`dsh-session repair`), see `loadAsWriter`. */
+const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
+
 const noop = () => {}
 const nextTick = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -173,6 +176,14 @@ class SessionStoreBase {
     })
   }
 
+  /** The load, as the session's writer: rejects with SESSION_IN_USE when another store holds it. */
+  [LOAD_AS_WRITER](id) {
+    return this.#start(() => {
+      const file = this.#file(id)
+      return this.#chain(id, () => this.#native.load(id, file, true).then((text) => JSON.parse(text)))
+    })
+  }
+
   /** The same load, straight into a `Session` (events stay native until read). */
   open(id) {
     return this.#start(() => {
@@ -285,3 +296,6 @@ class SqliteSessionStore extends SessionStoreBase {
 module.exports = { JsonlSessionStore, SqliteSessionStore }
 // For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
 Object.defineProperty(module.exports, 'useCore', { value: useCore })
+// For bin/dsh-session.js: a repair loads as the session's writer, so it never
+// writes (nor claims to) while another store holds the session.
+Object.defineProperty(module.exports, 'loadAsWriter', { value: (store, id) => store[LOAD_AS_WRITER](id) })

@@ -61,6 +61,12 @@ pub enum CoreError {
     /// A store used after `close()`.
     #[error("{0}")]
     Closed(String),
+    /// A session whose write lease another store or process holds.
+    #[error("{0}")]
+    SessionInUse(String),
+    /// A JSONL log renamed over, removed or changed under the store that has it open.
+    #[error("{0}")]
+    LogReplaced(String),
 }
 
 impl CoreError {
@@ -85,6 +91,8 @@ impl CoreError {
             CoreError::Io(_) => "IO",
             CoreError::Sqlite(_) => "SQLITE",
             CoreError::Closed(_) => "STORE_CLOSED",
+            CoreError::SessionInUse(_) => "SESSION_IN_USE",
+            CoreError::LogReplaced(_) => "LOG_REPLACED",
         }
     }
 
@@ -110,6 +118,8 @@ impl CoreError {
             Io(m) => Io(f(m)),
             Sqlite(m) => Sqlite(f(m)),
             Closed(m) => Closed(f(m)),
+            SessionInUse(m) => SessionInUse(f(m)),
+            LogReplaced(m) => LogReplaced(f(m)),
         }
     }
 }

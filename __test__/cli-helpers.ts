@@ -10,7 +10,7 @@ import { expect, afterAll } from 'vitest'
 
 export const ROOT = path.resolve(__dirname, '..')
 export const BIN = path.join(ROOT, 'bin', 'dsh-session.js')
-export const FIXTURES = path.resolve(ROOT, '../shared/fixtures')
+export const FIXTURES = path.resolve(ROOT, 'test-data/fixtures')
 
 // The package as Node loads it (one module instance, shared with the stores).
 const nodeRequire = createRequire(__filename)

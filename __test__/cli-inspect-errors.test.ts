@@ -70,7 +70,7 @@ describe('dsh-session inspect', () => {
   describe('on a 100k-event log', () => {
     let file = ''
     beforeAll(async () => {
-      const workload = (await import(pathToFileURL(path.resolve(ROOT, '../shared/bench/workload.mjs')).href)) as {
+      const workload = (await import(pathToFileURL(path.resolve(ROOT, 'test-data/bench/workload.mjs')).href)) as {
         generateOps: (n: number) => { ops: { type: string; data: unknown; opts?: unknown }[] }
       }
       const { ops } = workload.generateOps(100_000)

@@ -141,7 +141,9 @@ async function inspectDefective(address, failure, flags) {
       ? [field('log', `${address.text}${fileBytes === null ? '' : ` (${formatBytes(fileBytes)})`}`), field('header', 'unreadable'), '']
       : reportLines(address, header, fileBytes, a ?? analyzeNothing(), true)
     lines.push(field('load', `fails: ${error.message}`))
-    lines.push(field('', `the report covers the ${plural(a?.events ?? 0, 'event')} before the defect`))
+    lines.push(field('', address.kind === 'sqlite'
+      ? 'a SQLite session is read whole or not at all: the report shows its header only'
+      : `the report covers the ${plural(a?.events ?? 0, 'event')} before the defect`))
     out(lines.join('\n'))
   }
   throw failure

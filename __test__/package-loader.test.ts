@@ -66,6 +66,25 @@ describe('the native addon loader', () => {
   })
 })
 
+describe('npm test on an unbuilt checkout', () => {
+  it('says in one line how to build when there is no cargo to build with', () => {
+    const dir = packageWithoutBinary()
+    fs.copyFileSync(path.join(ROOT, 'scripts', 'ensure-built.mjs'), path.join(dir, 'scripts', 'ensure-built.mjs'))
+    const exe = process.platform === 'win32' ? '.exe' : ''
+    const PATH = (process.env.PATH ?? '').split(path.delimiter).filter((d) => !fs.existsSync(path.join(d, `cargo${exe}`))).join(path.delimiter)
+    const run = spawnSync(process.execPath, [path.join(dir, 'scripts', 'ensure-built.mjs')], { encoding: 'utf8', env: { ...process.env, PATH } })
+    expect(run.status).toBe(1)
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1)
+    expect(run.stderr).toMatch(/not built and cargo is not on PATH: install Rust .*then run `npm run build`/)
+  })
+
+  it('does nothing when the addon loads', () => {
+    const run = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'ensure-built.mjs')], { encoding: 'utf8' })
+    expect(run.status).toBe(0)
+    expect(run.stderr).toBe('')
+  })
+})
+
 describe('the platform packages', () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string; napi: { targets: string[] } }
   const dirsOf = fs.readdirSync(path.join(ROOT, 'npm')).sort()

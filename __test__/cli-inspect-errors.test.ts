@@ -153,5 +153,7 @@ describe.concurrent('errors: one line naming the log, never a stack trace', () =
     const help = await cli(['--help'])
     expect(help.code).toBe(0)
     for (const c of ['inspect', 'check', 'derive', 'surface', 'repair', 'convert', 'list']) expect(help.stdout).toContain(`  ${c} `)
+    const version = await cli(['--version'])
+    expect(version.stdout).toBe(`${(JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version}\n`)
   })
 })

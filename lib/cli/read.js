@@ -6,7 +6,7 @@
 const fs = require('node:fs')
 const { binding } = require('./core.js')
 const { CliError, oneLine } = require('./errors.js')
-const { PROGRAM, warn } = require('./output.js')
+const { warn } = require('./output.js')
 const { formatBytes, plural } = require('./format.js')
 
 /** Events read from the native log per step (bounds memory and paces the progress bar). */
@@ -123,4 +123,4 @@ function* eventChunks(native, size = CHUNK) {
   }
 }
 
-module.exports = { PROGRAM, readLog, readBeforeDefect, needsRepair, describeRepair, warnRepair, invariantResult, eventChunks }
+module.exports = { readLog, readBeforeDefect, needsRepair, describeRepair, warnRepair, invariantResult, eventChunks }

@@ -48,14 +48,17 @@ function lineStart(bytes, line) {
  * the events before the first defect as the core reads them
  * (`Session.fromJsonl`'s reader: the longest prefix of whole lines it
  * accepts), or `native: null` when not even the header reads. A SQLite
- * session gives its header only: its rows are read by the store's load,
- * whole or not at all.
+ * session gives its header only (as a log of no events): its rows are read
+ * by the store's load, whole or not at all.
  */
 async function readBeforeDefect(address) {
   if (address.kind === 'sqlite') {
     const listed = JSON.parse(await binding.listSqliteSessions(address.path))
-    const header = listed.headers?.find((h) => h.id === address.id) ?? null
-    return { native: null, header, defectLine: null }
+    const header = listed.headers?.find((h) => h.id === address.id)
+    if (header === undefined) return { native: null, header: null, defectLine: null }
+    // The header alone, as a log of no events (the core reads it back).
+    const native = binding.NativeSession.fromJsonl(Buffer.from(`${JSON.stringify({ type: 'session', ...header })}\n`))
+    return { native: native instanceof binding.NativeSession ? native : null, header, defectLine: null }
   }
   let bytes
   try {

@@ -12,118 +12,118 @@ const { describeRepair, invariantResult, needsRepair, readBeforeDefect, readLog 
 
 /** The report's sections above its verdict (repair and invariants, or the defect). */
 function reportLines(address, header, fileBytes, a, partial) {
-    const lines = []
-    const size = fileBytes === null ? '' : ` (${formatBytes(fileBytes)})`
-    lines.push(field('session', String(header.id)))
-    lines.push(field('log', `${address.text}${size}`))
-    const lineage = [
-      `created ${formatTime(header.createdAt)}`,
-      header.cwd !== undefined ? `cwd ${header.cwd}` : null,
-      header.parentSession !== undefined ? `forked from ${header.parentSession} at ${header.seedLength ?? '?'} events` : null,
-    ].filter(Boolean)
-    lines.push(field('header', `v${header.version}, ${lineage.join(', ')}`))
-    const before = partial ? ' read before the defect' : ''
-    const span = a.events === 0 ? (partial ? 'none read before the defect' : 'none') : `${formatInt(a.events)}${before} (seq 0..${a.events - 1}), ${formatSpan(a.firstTime, a.lastTime)} (${formatDuration(a.lastTime - a.firstTime)})`
-    lines.push(field('events', span))
+  const lines = []
+  const size = fileBytes === null ? '' : ` (${formatBytes(fileBytes)})`
+  lines.push(field('session', String(header.id)))
+  lines.push(field('log', `${address.text}${size}`))
+  const lineage = [
+    `created ${formatTime(header.createdAt)}`,
+    header.cwd !== undefined ? `cwd ${header.cwd}` : null,
+    header.parentSession !== undefined ? `forked from ${header.parentSession} at ${header.seedLength ?? '?'} events` : null,
+  ].filter(Boolean)
+  lines.push(field('header', `v${header.version}, ${lineage.join(', ')}`))
+  const before = partial ? ' read before the defect' : ''
+  const span = a.events === 0 ? (partial ? 'none read before the defect' : 'none') : `${formatInt(a.events)}${before} (seq 0..${a.events - 1}), ${formatSpan(a.firstTime, a.lastTime)} (${formatDuration(a.lastTime - a.firstTime)})`
+  lines.push(field('events', span))
+  lines.push('')
+
+  if (a.events > 0) {
+    lines.push('events by type')
+    const rows = a.byType.map((t) => [t.type, formatInt(t.count), formatBytes(t.bytes), `${((t.bytes / a.bytes) * 100).toFixed(1)}%`])
+    lines.push(table(rows, ['l', 'r', 'r', 'r']))
     lines.push('')
+  }
 
-    if (a.events > 0) {
-      lines.push('events by type')
-      const rows = a.byType.map((t) => [t.type, formatInt(t.count), formatBytes(t.bytes), `${((t.bytes / a.bytes) * 100).toFixed(1)}%`])
-      lines.push(table(rows, ['l', 'r', 'r', 'r']))
-      lines.push('')
-    }
+  const reasons = Object.entries(a.turns.endReasons).map(([k, n]) => `${n} ${k}`).join(', ')
+  const turnLine = [`${formatInt(a.turns.count)}`]
+  if (reasons !== '') turnLine.push(`(${reasons})`)
+  if (a.turns.open !== null) turnLine.push(`— turn ${a.turns.open} still open at the end`)
+  lines.push(field('turns', turnLine.join(' ')))
+  if (a.turns.steps > 0) {
+    const avg = a.turns.count > 0 ? (a.turns.steps / a.turns.count).toFixed(1) : '0'
+    lines.push(field('steps', `${formatInt(a.turns.steps)} (${avg} per turn, at most ${a.turns.maxStepsPerTurn}), ${formatInt(a.chunks)} stream chunks`))
+  }
+  if (a.turns.longest !== null) {
+    const l = a.turns.longest
+    lines.push(field('longest', `turn ${l.turn} at seq ${l.seq}: ${plural(l.steps, 'step')}, ${formatDuration(l.ms)}`))
+  }
+  if (a.tools.calls > 0 || a.tools.results > 0) {
+    const names = Object.entries(a.tools.byName)
+    const shown = names.slice(0, 6).map(([n, c]) => `${n} ${c}`).join(', ')
+    const more = names.length > 6 ? `, … ${names.length - 6} more` : ''
+    const errs = [`${formatInt(a.tools.errors)} errors`]
+    if (a.tools.interrupted > 0) errs.push(`${a.tools.interrupted} interrupted`)
+    lines.push(field('tools', `${plural(a.tools.calls, 'call')} (${shown}${more}); ${plural(a.tools.results, 'result')}, ${errs.join(', ')}`))
+  }
+  const models = Object.entries(a.models)
+  if (models.length > 0) {
+    lines.push(field('models', models.map(([k, n]) => `${k} (${plural(n, 'message')})`).join(', ')))
+    const u = a.usage
+    const usageParts = [`${formatInt(u.inputTokens)} in`, `${formatInt(u.outputTokens)} out`]
+    if (u.cacheReadTokens > 0) usageParts.push(`${formatInt(u.cacheReadTokens)} cache read`)
+    if (u.reasoningTokens > 0) usageParts.push(`${formatInt(u.reasoningTokens)} reasoning`)
+    lines.push(field('tokens', usageParts.join(', ')))
+  }
+  if (a.todos.writes > 0) {
+    const last = Array.isArray(a.todos.last) ? a.todos.last : []
+    const done = last.filter((t) => t?.status === 'completed').length
+    lines.push(field('todos', `${plural(a.todos.writes, 'write')}; last list: ${done}/${last.length} completed`))
+  }
+  lines.push('')
 
-    const reasons = Object.entries(a.turns.endReasons).map(([k, n]) => `${n} ${k}`).join(', ')
-    const turnLine = [`${formatInt(a.turns.count)}`]
-    if (reasons !== '') turnLine.push(`(${reasons})`)
-    if (a.turns.open !== null) turnLine.push(`— turn ${a.turns.open} still open at the end`)
-    lines.push(field('turns', turnLine.join(' ')))
-    if (a.turns.steps > 0) {
-      const avg = a.turns.count > 0 ? (a.turns.steps / a.turns.count).toFixed(1) : '0'
-      lines.push(field('steps', `${formatInt(a.turns.steps)} (${avg} per turn, at most ${a.turns.maxStepsPerTurn}), ${formatInt(a.chunks)} stream chunks`))
-    }
-    if (a.turns.longest !== null) {
-      const l = a.turns.longest
-      lines.push(field('longest', `turn ${l.turn} at seq ${l.seq}: ${plural(l.steps, 'step')}, ${formatDuration(l.ms)}`))
-    }
-    if (a.tools.calls > 0 || a.tools.results > 0) {
-      const names = Object.entries(a.tools.byName)
-      const shown = names.slice(0, 6).map(([n, c]) => `${n} ${c}`).join(', ')
-      const more = names.length > 6 ? `, … ${names.length - 6} more` : ''
-      const errs = [`${formatInt(a.tools.errors)} errors`]
-      if (a.tools.interrupted > 0) errs.push(`${a.tools.interrupted} interrupted`)
-      lines.push(field('tools', `${plural(a.tools.calls, 'call')} (${shown}${more}); ${plural(a.tools.results, 'result')}, ${errs.join(', ')}`))
-    }
-    const models = Object.entries(a.models)
-    if (models.length > 0) {
-      lines.push(field('models', models.map(([k, n]) => `${k} (${plural(n, 'message')})`).join(', ')))
-      const u = a.usage
-      const usageParts = [`${formatInt(u.inputTokens)} in`, `${formatInt(u.outputTokens)} out`]
-      if (u.cacheReadTokens > 0) usageParts.push(`${formatInt(u.cacheReadTokens)} cache read`)
-      if (u.reasoningTokens > 0) usageParts.push(`${formatInt(u.reasoningTokens)} reasoning`)
-      lines.push(field('tokens', usageParts.join(', ')))
-    }
-    if (a.todos.writes > 0) {
-      const last = Array.isArray(a.todos.last) ? a.todos.last : []
-      const done = last.filter((t) => t?.status === 'completed').length
-      lines.push(field('todos', `${plural(a.todos.writes, 'write')}; last list: ${done}/${last.length} completed`))
-    }
-    lines.push('')
+  const s = a.surface
+  lines.push(field('surface', `${plural(s.nodes, 'node')}, ${plural(s.replacements.length, 'replacement')}`))
+  const shownRepl = s.replacements.slice(0, 10)
+  for (const r of shownRepl) {
+    const types = Object.entries(r.shadowedTypes).map(([t, n]) => `${n} ${t}`).join(', ')
+    lines.push(`  seq ${r.seq} ${r.type} replaced nodes ${r.start}..${r.end}: shadowed ${plural(r.shadowedSeqs.length, 'node')} (${types}),`)
+    lines.push(`    ${formatInt(r.shadowedChars)} chars → ${formatInt(r.chars)} chars; seqs ${ranges([...r.shadowedSeqs].sort((x, y) => x - y), 6)}`)
+  }
+  if (s.replacements.length > shownRepl.length) lines.push(`  … ${s.replacements.length - shownRepl.length} more (see ${PROGRAM} surface)`)
+  lines.push('')
 
-    const s = a.surface
-    lines.push(field('surface', `${plural(s.nodes, 'node')}, ${plural(s.replacements.length, 'replacement')}`))
-    const shownRepl = s.replacements.slice(0, 10)
-    for (const r of shownRepl) {
-      const types = Object.entries(r.shadowedTypes).map(([t, n]) => `${n} ${t}`).join(', ')
-      lines.push(`  seq ${r.seq} ${r.type} replaced nodes ${r.start}..${r.end}: shadowed ${plural(r.shadowedSeqs.length, 'node')} (${types}),`)
-      lines.push(`    ${formatInt(r.shadowedChars)} chars → ${formatInt(r.chars)} chars; seqs ${ranges([...r.shadowedSeqs].sort((x, y) => x - y), 6)}`)
+  const msg = a.messages
+  const hosts = msg.emptyAssistantNodes
+  const hostNote = hosts > 0 ? ` (${plural(hosts, 'empty assistant message')} only ${hosts === 1 ? 'hosts' : 'host'} usage)` : ''
+  lines.push(field('messages', `${formatInt(msg.count)} derived from ${plural(s.nodes, 'surface node')}${hostNote}`))
+  if (msg.byRole.length > 0) {
+    const rows = [['role', 'from', 'count', 'chars', 'largest']]
+    let count = 0
+    let chars = 0
+    for (const r of msg.byRole) {
+      rows.push([r.role, r.from, formatInt(r.count), formatInt(r.chars), `${formatInt(r.largest)} (seq ${r.largestSeq})`])
+      count += r.count
+      chars += r.chars
     }
-    if (s.replacements.length > shownRepl.length) lines.push(`  … ${s.replacements.length - shownRepl.length} more (see ${PROGRAM} surface)`)
-    lines.push('')
+    rows.push(['total', '', formatInt(count), formatInt(chars), ''])
+    lines.push(table(rows, ['l', 'l', 'r', 'r', 'l']))
+  }
+  lines.push('')
 
-    const msg = a.messages
-    const hosts = msg.emptyAssistantNodes
-    const hostNote = hosts > 0 ? ` (${plural(hosts, 'empty assistant message')} only ${hosts === 1 ? 'hosts' : 'host'} usage)` : ''
-    lines.push(field('messages', `${formatInt(msg.count)} derived from ${plural(s.nodes, 'surface node')}${hostNote}`))
-    if (msg.byRole.length > 0) {
-      const rows = [['role', 'from', 'count', 'chars', 'largest']]
-      let count = 0
-      let chars = 0
-      for (const r of msg.byRole) {
-        rows.push([r.role, r.from, formatInt(r.count), formatInt(r.chars), `${formatInt(r.largest)} (seq ${r.largestSeq})`])
-        count += r.count
-        chars += r.chars
-      }
-      rows.push(['total', '', formatInt(count), formatInt(chars), ''])
-      lines.push(table(rows, ['l', 'l', 'r', 'r', 'l']))
-    }
-    lines.push('')
-
-    const hs = a.requestHeaders
-    if (hs.length === 0) {
-      lines.push(field('headers', 'no request/header'))
+  const hs = a.requestHeaders
+  if (hs.length === 0) {
+    lines.push(field('headers', 'no request/header'))
+  } else {
+    const changed = hs.filter((h) => h.changes.length > 0).length
+    lines.push(field('headers', `${plural(hs.length, 'request/header')}, ${plural(changed, 'change')}`))
+    const first = hs[0]
+    lines.push(`  seq ${first.seq} ${first.reason}: ${first.model}, ${plural(first.tools, 'tool')}, system ${formatInt(first.systemChars)} chars`)
+    const changes = hs.filter((h) => h.changes.length > 0)
+    const line = (h) => `  seq ${h.seq} ${h.reason}: ${h.changes.join('; ')}`
+    if (changes.length <= 6) {
+      for (const h of changes) lines.push(line(h))
     } else {
-      const changed = hs.filter((h) => h.changes.length > 0).length
-      lines.push(field('headers', `${plural(hs.length, 'request/header')}, ${plural(changed, 'change')}`))
-      const first = hs[0]
-      lines.push(`  seq ${first.seq} ${first.reason}: ${first.model}, ${plural(first.tools, 'tool')}, system ${formatInt(first.systemChars)} chars`)
-      const changes = hs.filter((h) => h.changes.length > 0)
-      const line = (h) => `  seq ${h.seq} ${h.reason}: ${h.changes.join('; ')}`
-      if (changes.length <= 6) {
-        for (const h of changes) lines.push(line(h))
-      } else {
-        for (const h of changes.slice(0, 3)) lines.push(line(h))
-        lines.push(`  … ${changes.length - 5} more …`)
-        for (const h of changes.slice(-2)) lines.push(line(h))
-        const what = new Map()
-        for (const h of changes) for (const c of h.changes) countInto(what, c.replace(/ \(.*$/, '').replace(/^(\w+) .*→.*$/, '$1'))
-        lines.push(`  what changed: ${sortedCounts(what).map(([k, n]) => `${k} ${n}×`).join(', ')}`)
-      }
-      const same = hs.length - 1 - changed
-      if (same > 0) lines.push(`  ${plural(same, 'header')} repeated the one in force`)
+      for (const h of changes.slice(0, 3)) lines.push(line(h))
+      lines.push(`  … ${changes.length - 5} more …`)
+      for (const h of changes.slice(-2)) lines.push(line(h))
+      const what = new Map()
+      for (const h of changes) for (const c of h.changes) countInto(what, c.replace(/ \(.*$/, '').replace(/^(\w+) .*→.*$/, '$1'))
+      lines.push(`  what changed: ${sortedCounts(what).map(([k, n]) => `${k} ${n}×`).join(', ')}`)
     }
-    lines.push('')
+    const same = hs.length - 1 - changed
+    if (same > 0) lines.push(`  ${plural(same, 'header')} repeated the one in force`)
+  }
+  lines.push('')
   return lines
 }
 
@@ -137,9 +137,9 @@ async function inspectDefective(address, failure, flags) {
   if (flags.json) {
     outJson({ address: address.text, complete: false, header, fileBytes, ...(a ?? { events: 0 }), error })
   } else {
-    const lines = header === null
+    const lines = a === null
       ? [field('log', `${address.text}${fileBytes === null ? '' : ` (${formatBytes(fileBytes)})`}`), field('header', 'unreadable'), '']
-      : reportLines(address, header, fileBytes, a ?? analyzeNothing(), true)
+      : reportLines(address, header, fileBytes, a, true)
     lines.push(field('load', `fails: ${error.message}`))
     lines.push(field('', address.kind === 'sqlite'
       ? 'a SQLite session is read whole or not at all: the report shows its header only'
@@ -147,18 +147,6 @@ async function inspectDefective(address, failure, flags) {
     out(lines.join('\n'))
   }
   throw failure
-}
-
-/** The report sections of a log with no readable events. */
-function analyzeNothing() {
-  return {
-    events: 0, bytes: 0, byType: [],
-    turns: { count: 0, open: null, endReasons: {}, steps: 0, maxStepsPerTurn: 0, longest: null },
-    chunks: 0, tools: { calls: 0, results: 0, errors: 0, interrupted: 0, byName: {} }, models: {},
-    usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, reasoningTokens: 0 }, todos: { writes: 0, last: null },
-    surface: { nodes: 0, replaceGeneration: 0, replacements: [] }, messages: { count: 0, emptyAssistantNodes: 0, byRole: [] },
-    requestHeaders: [],
-  }
 }
 
 async function inspect({ positionals, flags }) {

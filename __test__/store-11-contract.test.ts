@@ -24,7 +24,7 @@ import {
   type AnyEvent,
 } from './fixtures-crash/stores.js'
 
-const WORKLOAD = path.resolve(__dirname, '../../shared/bench/workload.mjs')
+const WORKLOAD = path.resolve(__dirname, '../test-data/bench/workload.mjs')
 
 const cleanup: (() => Promise<void>)[] = []
 afterEach(async () => {

@@ -191,8 +191,10 @@ class Session {
   static fromJsonl(text) {
     let input = text
     if (typeof input === 'string') {
-      // V8 encodes a string to UTF-8 faster than napi's string conversion does.
-      input = Buffer.from(input, 'utf8')
+      // V8 encodes a string to UTF-8 faster than napi's string conversion
+      // does; an ASCII-only string (its UTF-8 length is its length) is its
+      // own UTF-8, and copying it as Latin-1 skips the encoder.
+      input = Buffer.byteLength(input, 'utf8') === input.length ? Buffer.from(input, 'latin1') : Buffer.from(input, 'utf8')
     } else {
       if (!(input instanceof Uint8Array)) {
         throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')

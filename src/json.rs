@@ -6,10 +6,9 @@
 //! database is checked here: it must parse, and every number must come back
 //! from `JSON.parse` as a finite number other than `-0`.
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::Deserializer;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::fmt;
 
 /// Why a JSON text is not a lossless value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,71 +19,11 @@ pub enum TextDefect {
     NotLossless,
 }
 
-/// Walks a JSON document without allocating, rejecting `-0`.
-struct LosslessWalk;
-
-impl<'de> DeserializeSeed<'de> for LosslessWalk {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LosslessWalk {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        if !v.is_finite() || (v == 0.0 && v.is_sign_negative()) {
-            return Err(E::custom(NOT_LOSSLESS_MARK));
-        }
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_string<E>(self, _: String) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(LosslessWalk)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key::<IgnoredAny>()?.is_some() {
-            map.next_value_seed(LosslessWalk)?;
-        }
-        Ok(())
-    }
-}
-
-const NOT_LOSSLESS_MARK: &str = "\u{0}not-lossless";
-
-/// Check that `text` is one JSON value that `JSON.parse` reads losslessly.
+/// Check that `text` is one JSON value that `JSON.parse` reads losslessly
+/// (the scanner's rules: no `-0` or `±Infinity`, nesting within
+/// `scan::MAX_NESTING`).
 pub fn check_lossless_text(text: &str) -> Result<(), TextDefect> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    match LosslessWalk.deserialize(&mut de).and_then(|_| de.end()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.to_string().starts_with(NOT_LOSSLESS_MARK) => Err(TextDefect::NotLossless),
-        Err(e) if e.is_data() => Err(TextDefect::NotLossless),
-        Err(_) => Err(TextDefect::Syntax),
-    }
+    crate::scan::check_value(text)
 }
 
 /// Serde helper: a field that is present (even as `null`) is `Some`; only a
@@ -140,6 +79,25 @@ pub fn number_as_seq(n: &serde_json::Number) -> Option<u64> {
     } else {
         None
     }
+}
+
+/// A raw JSON number text (already read by the scanner) that is a
+/// non-negative safe integer, as `JSON.parse` reads it: `3`, `3.0`, `3e0`.
+pub fn seq_of_text(raw: &str) -> Option<u64> {
+    const MAX_SAFE: u64 = (1u64 << 53) - 1;
+    let raw = raw.trim();
+    if !raw.is_empty() && raw.len() <= 15 && raw.bytes().all(|b| b.is_ascii_digit()) {
+        // Plain digits (what JSON.stringify writes for a seq or a time).
+        return raw
+            .parse::<u64>()
+            .ok()
+            .filter(|_| raw == "0" || !raw.starts_with('0'));
+    }
+    if !raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return None;
+    }
+    let f: f64 = raw.parse().ok()?;
+    (f.fract() == 0.0 && (0.0..=MAX_SAFE as f64).contains(&f)).then_some(f as u64)
 }
 
 /// A raw JSON text is the empty array (`[]`, any white space inside).

@@ -58,6 +58,9 @@ function isForeignArrayPrototype(proto) {
   }
 }
 
+/** How deeply a payload may nest arrays and objects (`MAX_NESTING` in src/scan.rs). */
+const MAX_NESTING = 1000
+
 /**
  * One pass that reads each property once, validates it and copies it:
  * returns the copy (deep-frozen when `frozen`) or FAIL. `path` holds the
@@ -77,6 +80,8 @@ function copyJson(value, frozen, path, depth) {
       return FAIL
   }
   if (value === null) return null
+  // Deeper than the native reader reads (and than JSON.stringify reliably writes).
+  if (depth >= MAX_NESTING) return FAIL
   if (depth > 24 && path.includes(value)) return FAIL
   path.push(value)
   let out
@@ -117,6 +122,11 @@ function snapshot(value, frozen) {
   return copyJson(value, frozen, [], 0)
 }
 
+/** `snapshot` of a whole event: its payload may nest MAX_NESTING levels inside the envelope. */
+function snapshotEvent(event, frozen) {
+  return copyJson(event, frozen, [], -1)
+}
+
 function isJsonValue(value) {
   return copyJson(value, false, [], 0) !== FAIL
 }
@@ -148,7 +158,7 @@ function snapshotEvents(events, what = 'event') {
   if (!isArray(events)) throw fail(`${what}s must be an array`, 'INVALID_ARGUMENT')
   const out = new Array(events.length)
   for (let i = 0; i < events.length; i++) {
-    const copy = snapshot(events[i], false)
+    const copy = snapshotEvent(events[i], false)
     if (copy === FAIL) throw fail(`${what} at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
     out[i] = copy
   }
@@ -212,7 +222,7 @@ class Session {
       let bad = -1
       seedObjs = new Array(seed.length)
       for (let i = 0; i < seed.length; i++) {
-        const copy = snapshot(seed[i], true)
+        const copy = snapshotEvent(seed[i], true)
         if (copy === FAIL) {
           bad = i
           break

@@ -217,12 +217,10 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
                 )));
             }
         }
-        Kind::AssistantMessage => {
-            if !has_provider_model(data_field(&f, "provenance")) {
-                return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
-                    "seed assistant/message at index {index} lacks provider/model provenance"
-                ))));
-            }
+        Kind::AssistantMessage if !has_provider_model(data_field(&f, "provenance")) => {
+            return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
+                "seed assistant/message at index {index} lacks provider/model provenance"
+            ))));
         }
         _ => {}
     }
@@ -401,6 +399,52 @@ mod tests {
             err(r#"{"type":"x","seq":2,"time":5,"data":{"v":-0}}"#),
             "seed event at index 2 is not losslessly JSON-serializable"
         );
+    }
+
+    #[test]
+    fn reads_payloads_with_lone_surrogates_and_escaped_names() {
+        // A lone surrogate anywhere in a provenance or a header is data.
+        assert_eq!(
+            err(
+                r#"{"type":"assistant/message","seq":2,"time":5,"data":{"content":[],"provenance":{"provider":"p\ud800","model":"m","note":"\udc00"}},"surfaceOp":"append"}"#
+            ),
+            "ok"
+        );
+        assert_eq!(
+            err(
+                r#"{"type":"request/header","seq":2,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"\ud800"},"reason":"initial"}}"#
+            ),
+            "ok"
+        );
+        // `reason` spelled with escapes is still "fallback" (JSON.parse decodes it).
+        let escaped =
+            r#"{"header":{"config":{"provider":"p","model":"m"}},"reason":"f\u0061llback"}"#;
+        assert_eq!(
+            legacy_of(Kind::RequestHeader, Some(escaped)),
+            Some(Legacy::FallbackReason)
+        );
+        assert_eq!(
+            err(&format!(
+                r#"{{"type":"request/header","seq":2,"time":5,"data":{escaped}}}"#
+            )),
+            "seed event at index 2 uses unsupported legacy request/header reason \"fallback\""
+        );
+        // The last of duplicate keys is the one JSON.parse keeps.
+        let twice = r#"{"reason":"fallback","reason":"change"}"#;
+        assert_eq!(legacy_of(Kind::RequestHeader, Some(twice)), None);
+        // A type holding a lone surrogate is not a type (UTF-8 cannot hold it).
+        assert_eq!(
+            err(r#"{"type":"x\ud800","seq":2,"time":5,"data":1}"#),
+            "seed event at index 2 has an invalid event envelope"
+        );
+        // Seqs as JSON.parse reads them: 2.0 and 2e0 are 2.
+        for seq in ["2.0", "2e0", "0.2e1"] {
+            assert_eq!(
+                err(&format!(r#"{{"type":"x","seq":{seq},"time":5,"data":1}}"#)),
+                "ok",
+                "{seq}"
+            );
+        }
     }
 
     #[test]

@@ -669,6 +669,9 @@ pub fn data_field<'a>(fields: &Fields<'a>, name: &str) -> Option<&'a str> {
 }
 
 #[cfg(test)]
+mod differential;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -743,5 +746,71 @@ mod tests {
         for good in ["0", "0.0", "1e-400", "12345678901234567890", "-0.5"] {
             assert!(scan_event(good).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn rejects_minus_zero_in_every_spelling_that_json_parse_reads_as_minus_zero() {
+        let underflow = format!("-0.{}1", "0".repeat(330));
+        for bad in [
+            "-0",
+            "-0.0",
+            "-0e5",
+            "-0E-5",
+            "-0.000e+12",
+            "-1e-400",
+            "-2.4703282292062327e-324",
+            underflow.as_str(),
+        ] {
+            assert_eq!(check_value(bad), Err(TextDefect::NotLossless), "{bad}");
+            assert_eq!(
+                check_value(&format!("[{bad}]")),
+                Err(TextDefect::NotLossless),
+                "{bad}"
+            );
+        }
+        // Small, but JSON.parse keeps them as non-zero numbers.
+        let tiny = format!("-0.{}1", "0".repeat(300));
+        for good in [
+            "-5e-324",
+            "-2.4703282292062328e-324",
+            "-0.0000000000000000000001",
+            tiny.as_str(),
+        ] {
+            assert_eq!(check_value(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn judges_syntax_before_the_lossless_rules() {
+        // A torn line is unparsable, whatever it holds before the tear.
+        for torn in ["{\"a\":-0", "[1e400,", "{\"a\":[-0.0]"] {
+            assert_eq!(scan_event(torn).err(), Some(TextDefect::Syntax), "{torn}");
+        }
+        let (fields, lossless) =
+            read_event_line(r#"{"type":"turn/end","seq":2,"data":-0}"#).unwrap();
+        assert!(!lossless);
+        assert_eq!((fields.ty, fields.seq), (Some("\"turn/end\""), Some("2")));
+    }
+
+    #[test]
+    fn reads_lone_surrogates_as_string_contents_and_keys() {
+        let line = r#"{"type":"x","seq":0,"time":1,"data":{"\ud800":"a\udc00b"}}"#;
+        let f = scan_event(line).unwrap();
+        assert_eq!(f.data, Some(r#"{"\ud800":"a\udc00b"}"#));
+        let members = object_members(f.data.unwrap()).unwrap();
+        assert_eq!(members, vec![(r"\ud800", r#""a\udc00b""#)]);
+        // UTF-8 cannot hold a lone surrogate: no Rust string, a lossy one for messages.
+        assert_eq!(string_value(r#""a\udc00b""#), None);
+        assert_eq!(string_lossy(r#""a\udc00b""#).as_deref(), Some("a\u{fffd}b"));
+        assert_eq!(
+            string_value(r#""\ud83d\ude00""#).as_deref(),
+            Some("\u{1f600}")
+        );
+        // Escaped spellings of a name are that name.
+        assert!(string_is(r#""f\u0061llback""#, "fallback"));
+        assert!(!string_is(r#""fallback\ud800""#, "fallback"));
+        let f = scan_event(r#"{"t\u0079pe":"turn\/end","seq":0,"time":1,"data":{}}"#).unwrap();
+        assert!(!f.foreign_key);
+        assert!(f.ty.is_some_and(|t| string_is(t, "turn/end")));
     }
 }

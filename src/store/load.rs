@@ -346,6 +346,60 @@ mod tests {
     }
 
     #[test]
+    fn the_torn_tail_decision_reads_records_as_the_load_does() {
+        // A final turn/end that JSON.parse reads (the last of duplicate keys
+        // wins) commits the record before it: corruption, not a torn tail
+        // to truncate.
+        let end = r#"{"type":"turn/end","type":"turn/end","seq":2,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+        assert_eq!(
+            msg(repair(
+                "s",
+                header("s"),
+                &[Some(TURN[0]), None, Some(end)],
+                Place::Line
+            )),
+            "corrupt session log: unparsable committed event at line 2"
+        );
+        // So does one holding a number beyond f64 or a lone surrogate.
+        for odd in [r#""x":1e400"#, r#""x":"\ud800""#] {
+            let end = TURN[1].replace(r#""turn":1"#, &format!(r#""turn":1,{odd}"#));
+            let end = end.replace(r#""seq":1"#, r#""seq":2"#);
+            assert_eq!(
+                msg(repair(
+                    "s",
+                    header("s"),
+                    &[Some(TURN[0]), None, Some(&end)],
+                    Place::Line
+                )),
+                "corrupt session log: unparsable committed event at line 2",
+                "{odd}"
+            );
+        }
+        // A turn/end whose payload nests as deep as a payload may is read
+        // like any other: nothing is cut, nothing is closed.
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(crate::scan::MAX_NESTING - 2),
+            "]".repeat(crate::scan::MAX_NESTING - 2)
+        );
+        let end = TURN[1].replace(
+            r#"{"kind":"completed"}"#,
+            &format!(r#"{{"kind":"completed","detail":{deep}}}"#),
+        );
+        let r = repair("s", header("s"), &[Some(TURN[0]), Some(&end)], Place::Line).unwrap();
+        assert_eq!((r.preserved, r.torn, r.log.len()), (2, false, 2));
+        // Deeper than that: refused, never truncated.
+        let deeper = end.replace("[1]", "[[1]]");
+        assert!(msg(repair(
+            "s",
+            header("s"),
+            &[Some(TURN[0]), Some(&deeper)],
+            Place::Line
+        ))
+        .contains("not losslessly JSON-serializable"));
+    }
+
+    #[test]
     fn a_header_for_another_id_is_rejected() {
         assert_eq!(
             msg(repair("a", header("b"), &[], Place::Line)),

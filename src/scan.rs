@@ -445,6 +445,50 @@ pub fn object_members(text: &str) -> Option<Vec<(&str, &str)>> {
     Some(fields)
 }
 
+/// The elements (raw texts, in order) of `text` when it is a JSON array;
+/// `None` when it is another value or not JSON. For texts the scanner
+/// already read: no limit is enforced here.
+pub fn array_items(text: &str) -> Option<Vec<&str>> {
+    let mut s = Scanner {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        limit: usize::MAX,
+        lossy: false,
+    };
+    s.ws();
+    if s.peek() != Some(b'[') {
+        return None;
+    }
+    s.pos += 1;
+    s.ws();
+    let mut items = Vec::new();
+    if s.peek() == Some(b']') {
+        s.pos += 1;
+    } else {
+        loop {
+            items.push(s.value(1, None).ok()?);
+            s.ws();
+            match s.peek() {
+                Some(b',') => s.pos += 1,
+                Some(b']') => {
+                    s.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    s.end().ok()?;
+    Some(items)
+}
+
+/// The UTF-16 code units of a raw JSON string literal (with its quotes),
+/// lone surrogates included; `None` when it is not a string.
+pub fn string_units(raw: &str) -> Option<Vec<u16>> {
+    utf16_units(raw.trim().strip_prefix('"')?.strip_suffix('"')?)
+}
+
 /// The value text of member `name` of `members` (the last one, as
 /// `JSON.parse` keeps the last of duplicate keys).
 pub fn member<'a>(members: &[(&'a str, &'a str)], name: &str) -> Option<&'a str> {

@@ -223,33 +223,6 @@ fn mutate(rng: &mut Rng, mut bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-/// The elements of a JSON array text the scanner read.
-fn array_items(text: &str) -> Vec<&str> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        limit: usize::MAX,
-        lossy: false,
-    };
-    s.ws();
-    assert_eq!(s.peek(), Some(b'['));
-    s.pos += 1;
-    s.ws();
-    let mut items = Vec::new();
-    if s.peek() == Some(b']') {
-        return items;
-    }
-    loop {
-        items.push(s.value(1, None).expect("an element"));
-        s.ws();
-        match s.peek() {
-            Some(b',') => s.pos += 1,
-            _ => return items,
-        }
-    }
-}
-
 /// The value the scanner's pieces make of a text it read (strings that
 /// UTF-8 cannot hold are `None`; so are the trees holding them).
 fn tree(raw: &str) -> Option<Value> {
@@ -263,7 +236,7 @@ fn tree(raw: &str) -> Option<Value> {
             Value::Object(map)
         }
         b'[' => Value::Array(
-            array_items(raw)
+            array_items(raw)?
                 .into_iter()
                 .map(tree)
                 .collect::<Option<_>>()?,

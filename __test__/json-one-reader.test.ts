@@ -21,6 +21,13 @@ const T = 1_760_000_000_000
 const USER = { kind: 'user' }
 const PROV = { provider: 'deepseek', model: 'deepseek-chat' }
 
+type Live = InstanceType<typeof Session>
+
+/** The untyped append, for plugin types and payloads the typed overloads do not know. */
+function appendAny(s: Live, type: string, data: unknown, intent?: unknown): SessionEvent {
+  return (s.append as unknown as (...a: unknown[]) => SessionEvent).call(s, type, data, intent)
+}
+
 const dirs: string[] = []
 afterAll(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
@@ -67,10 +74,10 @@ function firstString(v: unknown): string {
  * A closed turn holding `payload` as the data of a plugin event, and its
  * first string as a user message's text and source field.
  */
-function sessionWith(id: string, payload: unknown): Session {
-  const s = new Session(id, [], { version: 0, id, createdAt: T })
+function sessionWith(id: string, payload: unknown): Live {
+  const s = new Session(id, [], header(id))
   s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: USER } })
-  s.append('plugin/payload' as never, payload as never)
+  appendAny(s, 'plugin/payload', payload)
   const str = firstString(payload)
   s.append('user/message', { content: [{ type: 'text', text: str }], source: { kind: 'user', [str]: str } as never }, { surfaceOp: 'append' })
   s.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
@@ -86,7 +93,7 @@ function plain(events: readonly SessionEvent[]): unknown {
  * and for each store `flush` -> `load`, `open` -> `toJsonl` -> `fromJsonl`
  * (through a second store object, as another process would read it).
  */
-async function expectEveryPathLoadsBack(s: Session, root: string): Promise<void> {
+async function expectEveryPathLoadsBack(s: Live, root: string): Promise<void> {
   const want = plain(s.events)
   const text = s.toJsonl()
   expect(plain(Session.fromJsonl(text).events)).toEqual(want)
@@ -119,7 +126,7 @@ describe('one nesting limit on write and read: 1,000 levels of payload', () => {
     expect(isJsonValue(payload)).toBe(true)
     await expectEveryPathLoadsBack(sessionWith('deep', { v: nest(LIMIT - 1) }), dir('deep'))
     const s = new Session('deep-array')
-    s.append('plugin/payload' as never, payload as never)
+    appendAny(s, 'plugin/payload', payload)
     expect(plain(Session.fromJsonl(s.toJsonl()).events)).toEqual(plain(s.events))
   })
 
@@ -131,7 +138,7 @@ describe('one nesting limit on write and read: 1,000 levels of payload', () => {
     expect(snapshotJsonValue(nest(LIMIT + 1))).toBeUndefined()
     let error: any
     try {
-      s.append('plugin/payload' as never, nest(LIMIT + 1) as never)
+      appendAny(s, 'plugin/payload', nest(LIMIT + 1))
     } catch (e) {
       error = e
     }
@@ -147,7 +154,7 @@ describe('one nesting limit on write and read: 1,000 levels of payload', () => {
     expect(isJsonValue(huge)).toBe(false)
     expect(snapshotJsonValue(huge)).toBeUndefined()
     const s = new Session('huge')
-    expect(() => s.append('plugin/payload' as never, huge as never)).toThrow(
+    expect(() => appendAny(s, 'plugin/payload', huge)).toThrow(
       expect.objectContaining({ code: 'NOT_LOSSLESS_JSON' }),
     )
     const seed = [{ type: 'plugin/payload', seq: 0, time: T, data: huge }]
@@ -268,8 +275,8 @@ describe('-0 in any spelling is refused, exactly as JSON.parse reads it (SPEC 2)
 
   it('refuses -0 on append in every position', () => {
     const s = new Session('z')
-    expect(() => s.append('plugin/number' as never, { n: [1, { m: -0 }] } as never)).toThrow(expect.objectContaining({ code: 'NOT_LOSSLESS_JSON' }))
-    expect(() => s.append('plugin/number' as never, -0 as never)).toThrow(expect.objectContaining({ code: 'NOT_LOSSLESS_JSON' }))
+    expect(() => appendAny(s, 'plugin/number', { n: [1, { m: -0 }] })).toThrow(expect.objectContaining({ code: 'NOT_LOSSLESS_JSON' }))
+    expect(() => appendAny(s, 'plugin/number', -0)).toThrow(expect.objectContaining({ code: 'NOT_LOSSLESS_JSON' }))
     expect(s.seq).toBe(0)
   })
 
@@ -311,12 +318,12 @@ describe('lone surrogates round-trip exactly', () => {
   const odd = 'a\ud800b\udfffc'
 
   it('through append, toJsonl and fromJsonl and both stores, in strings, keys, sources and provenance', async () => {
-    const s = new Session('lone', [], { version: 0, id: 'lone', createdAt: T })
+    const s = new Session('lone', [], header('lone'))
     s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user', tag: '\udc00' } } as never })
     s.append('user/message', { content: [{ type: 'text', text: odd }], source: { kind: 'user', [odd]: odd } as never }, { surfaceOp: 'append' })
     s.append('step/start', { turn: 1, step: 1 })
     s.append('assistant/message', { turn: 1, step: 1, content: [{ type: 'text', text: odd }], provenance: { ...PROV, requestId: '\ud800' } as never }, { surfaceOp: 'append' })
-    s.append('plugin/payload' as never, { [`\ud800`]: [odd, { '\udfff': '\ud800' }] } as never)
+    appendAny(s, 'plugin/payload', { [`\ud800`]: [odd, { '\udfff': '\ud800' }] })
     s.append('step/end', { turn: 1, step: 1 })
     s.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
     // JSON.stringify writes them as \u escapes, which is what every store holds.
@@ -345,7 +352,7 @@ describe('a flush compares what a store holds with the live session by the same 
       const seed = [{ time: T, seq: 0, type: 'plugin/payload', data }]
       for (const { kind, make } of STORES) {
         const where = dir(`reflush-${kind}`)
-        const s = new Session('r', seed as never, { version: 0, id: 'r', createdAt: T })
+        const s = new Session('r', seed as never, header('r'))
         const first = make(where)
         expect(await first.flush(s)).toBe(1)
         await first.close()
@@ -365,7 +372,7 @@ describe('the torn-tail decision reads records as the load does', () => {
   it('a final turn/end that JSON.parse reads (a duplicated key) commits what precedes it: the load rejects, the file is byte-identical', async () => {
     const root = dir('dup-key')
     const store = new JsonlSessionStore({ root })
-    const s = new Session('t', [], { version: 0, id: 't', createdAt: T })
+    const s = new Session('t', [], header('t'))
     s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: USER } })
     await store.flush(s)
     const file = store.locate(s.header)!.path
@@ -386,7 +393,7 @@ describe('the torn-tail decision reads records as the load does', () => {
   it('keeps a completed turn whose turn/end nests as deep as a payload may: nothing is cut, nothing is closed', async () => {
     const root = dir('deep-end')
     const store = new JsonlSessionStore({ root })
-    const s = new Session('e', [], { version: 0, id: 'e', createdAt: T })
+    const s = new Session('e', [], header('e'))
     s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: USER } })
     // data -> reason -> detail: the payload nests exactly LIMIT levels.
     s.append('turn/end', { turn: 1, reason: { kind: 'completed', detail: nest(LIMIT - 2) } as never })
@@ -432,7 +439,7 @@ describe('property: whatever append accepts, every path loads back unchanged', (
     await fc.assert(
       fc.asyncProperty(payload, async (p) => {
         const id = `p${n++}`
-        let s: Session
+        let s: Live
         try {
           s = sessionWith(id, p)
         } catch (e) {

@@ -505,6 +505,26 @@ fn nesting_is_limited_at_the_payload_and_read_without_recursion() {
     );
     let torn = &line(1_000_000)[..2_000_000];
     assert_eq!(scan_event(torn).err(), Some(TextDefect::Syntax));
+    // Mixed arrays and objects past the inline 64 levels of the stack:
+    // every closer must match its opener.
+    let (mut open, mut close) = (String::new(), Vec::new());
+    for i in 0..300 {
+        if i % 3 == 0 {
+            open.push_str("{\"k\":");
+            close.push("}");
+        } else {
+            open.push('[');
+            close.push("]");
+        }
+    }
+    close.reverse();
+    let mixed = |close: &[&str]| format!("{open}1{}", close.concat());
+    assert_eq!(check_value(&mixed(&close)), Ok(()));
+    for at in [0, 50, 150, 299] {
+        let mut wrong = close.clone();
+        wrong[at] = if wrong[at] == "]" { "}" } else { "]" };
+        assert_eq!(check_value(&mixed(&wrong)), Err(TextDefect::Syntax), "{at}");
+    }
     let payload = |depth: usize| {
         format!("{}{}", "{\"a\":".repeat(depth), "}".repeat(depth)).replace("{\"a\":}", "{}")
     };

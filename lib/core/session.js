@@ -28,7 +28,7 @@
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
-const { FAIL, fail, snapshot, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
+const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
 
@@ -114,7 +114,7 @@ class Session {
       const to = Math.min(length, from + SEED_SLICE)
       const copies = []
       for (let i = from; i < to; i++) {
-        const copy = snapshot(seed[i], false)
+        const copy = snapshotEvent(seed[i], false)
         if (copy === FAIL) {
           // An earlier event's error wins, as in a one-event-at-a-time check.
           hand(JSON.stringify(copies))
@@ -299,6 +299,10 @@ class Session {
 
   append(type, data, opts) {
     if (typeof type !== 'string') throw fail('session event type must be a string', 'INVALID_ARGUMENT')
+    if (!type.isWellFormed()) {
+      // Stores keep types as UTF-8 text, which cannot hold a lone surrogate.
+      throw fail(`session event type ${JSON.stringify(type)} contains a lone UTF-16 surrogate`, 'INVALID_EVENT')
+    }
     const dataCopy = snapshot(data, true)
     if (dataCopy === FAIL) {
       throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')

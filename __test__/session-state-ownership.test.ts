@@ -258,3 +258,31 @@ describe('lone surrogates in the values the header fold and derivation read (iss
     expectEqualsFreshCopies(s)
   })
 })
+
+describe('crash repair reads what the scanner reads (issue 10: one reader)', () => {
+  it('closes a pending tool call whose id holds a lone surrogate', async () => {
+    const { JsonlSessionStore } = await import('../index.js')
+    const fs = await import('node:fs')
+    const os = await import('node:os')
+    const path = await import('node:path')
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-repair-surrogate-'))
+    const store = new JsonlSessionStore({ root })
+    try {
+      await store.create({ version: 0, id: 'r' as never, createdAt: 1 })
+      await store.append('r' as never, [
+        { type: 'turn/start', seq: 0, time: 1, data: { turn: 1, trigger: { kind: 'message', source: USER } } },
+        {
+          type: 'assistant/message', seq: 1, time: 2,
+          data: { turn: 1, step: 1, content: [{ type: 'tool-call', id: 'c\ud800', name: 'n', arguments: '{}' }], provenance: PROV },
+          surfaceOp: 'append', sourceEventSeqs: [],
+        },
+        { type: 'tool/call', seq: 2, time: 3, data: { turn: 1, step: 1, callId: 'c\ud800', name: 'n', arguments: '{}' } },
+      ] as never)
+      const { events } = await store.load('r' as never)
+      expect(events.map((e) => e.type)).toEqual(['turn/start', 'assistant/message', 'tool/call', 'tool/result', 'turn/end'])
+      expect(events[3]).toMatchObject({ data: { callId: 'c\ud800', isError: true }, sourceEventSeqs: [2] })
+    } finally {
+      await store.close()
+    }
+  })
+})

@@ -1,8 +1,8 @@
 //! Crash repair (SPEC 8): the events that close a turn a crash left open.
 
 use crate::event::Kind;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use crate::json::canonical_eq_text;
+use crate::scan::{array_items, member, object_members, string_is};
 
 /// The parts of one event the repair scan reads.
 pub struct ScanEvent<'a> {
@@ -12,54 +12,39 @@ pub struct ScanEvent<'a> {
     pub data: &'a str,
 }
 
-#[derive(Deserialize)]
-struct Fields {
-    turn: Option<Value>,
-    step: Option<Value>,
-    #[serde(rename = "callId")]
-    call_id: Option<Value>,
-    content: Option<Vec<Block>>,
+/// The raw JSON text of payload field `name` (`null` when it is missing),
+/// read by the one scanner: a value holding a lone surrogate, or nested
+/// deeper than serde reads, is read like any other.
+fn field<'a>(members: &[(&'a str, &'a str)], name: &str) -> &'a str {
+    member(members, name).map_or("null", str::trim)
 }
 
-#[derive(Deserialize)]
-struct Block {
-    #[serde(rename = "type")]
-    ty: Option<Value>,
-    id: Option<Value>,
-}
-
-fn fields(data: &str) -> Fields {
-    serde_json::from_str(data).unwrap_or(Fields {
-        turn: None,
-        step: None,
-        call_id: None,
-        content: None,
-    })
-}
-
-struct Pending {
-    call_id: Value,
-    step: Value,
+struct Pending<'a> {
+    call_id: &'a str,
+    step: &'a str,
     call_seq: Option<u64>,
 }
 
 /// The text every synthetic interrupted result carries.
 pub const INTERRUPTED_TEXT: &str = "Tool call interrupted by a crash; no result was recorded.";
 
-/// `interruptedTurnClosers(events)`: closers for a turn left open at the end
-/// of `events`, or nothing for a balanced log. Each boundary resets the scan,
-/// so callers may pass only the events from the last `turn/start` or
-/// `turn/end` on.
-pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Value> {
-    let mut open_turn: Option<Value> = None;
-    let mut open_step: Option<Value> = None;
-    let mut pending: Vec<Pending> = Vec::new();
+/// `interruptedTurnClosers(events)`: the JSON texts of the closers for a turn
+/// left open at the end of `events`, or nothing for a balanced log. Each
+/// boundary resets the scan, so callers may pass only the events from the
+/// last `turn/start` or `turn/end` on. Values taken from the log (turn,
+/// step, call id) are written as the log has them.
+pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<String> {
+    let mut open_turn: Option<&'a str> = None;
+    let mut open_step: Option<&'a str> = None;
+    let mut pending: Vec<Pending<'a>> = Vec::new();
     let mut last: Option<(u64, u64)> = None;
+    let same = |a: &str, b: &str| a == b || canonical_eq_text(a, b);
     for e in events {
         last = Some((e.seq, e.time));
+        let members = || object_members(e.data).unwrap_or_default();
         match e.kind {
             Kind::TurnStart => {
-                open_turn = Some(fields(e.data).turn.unwrap_or(Value::Null));
+                open_turn = Some(field(&members(), "turn"));
                 open_step = None;
                 pending.clear();
             }
@@ -68,37 +53,42 @@ pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Value
                 open_step = None;
                 pending.clear();
             }
-            Kind::StepStart => open_step = Some(fields(e.data).step.unwrap_or(Value::Null)),
+            Kind::StepStart => open_step = Some(field(&members(), "step")),
             Kind::StepEnd => {
                 pending.clear();
                 open_step = None;
             }
             Kind::AssistantMessage => {
-                let f = fields(e.data);
-                let step = f.step.unwrap_or(Value::Null);
-                for block in f.content.unwrap_or_default() {
-                    if block.ty.as_ref().and_then(Value::as_str) == Some("tool-call") {
-                        let id = block.id.unwrap_or(Value::Null);
-                        match pending.iter_mut().find(|p| p.call_id == id) {
-                            Some(p) => p.step = step.clone(),
-                            None => pending.push(Pending {
-                                call_id: id,
-                                step: step.clone(),
-                                call_seq: None,
-                            }),
-                        }
+                let m = members();
+                let step = field(&m, "step");
+                let blocks = member(&m, "content")
+                    .and_then(array_items)
+                    .unwrap_or_default();
+                for block in blocks {
+                    let b = object_members(block).unwrap_or_default();
+                    if !member(&b, "type").is_some_and(|t| string_is(t, "tool-call")) {
+                        continue;
+                    }
+                    let id = field(&b, "id");
+                    match pending.iter_mut().find(|p| same(p.call_id, id)) {
+                        Some(p) => p.step = step,
+                        None => pending.push(Pending {
+                            call_id: id,
+                            step,
+                            call_seq: None,
+                        }),
                     }
                 }
             }
             Kind::ToolCall => {
-                let id = fields(e.data).call_id.unwrap_or(Value::Null);
-                if let Some(p) = pending.iter_mut().find(|p| p.call_id == id) {
+                let id = field(&members(), "callId");
+                if let Some(p) = pending.iter_mut().find(|p| same(p.call_id, id)) {
                     p.call_seq = Some(e.seq);
                 }
             }
             Kind::ToolResult => {
-                let id = fields(e.data).call_id.unwrap_or(Value::Null);
-                pending.retain(|p| p.call_id != id);
+                let id = field(&members(), "callId");
+                pending.retain(|p| !same(p.call_id, id));
             }
             _ => {}
         }
@@ -109,40 +99,40 @@ pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Value
     let mut seq = last_seq + 1;
     let mut out = Vec::with_capacity(pending.len() + 2);
     for p in pending {
-        let mut event = json!({
-            "type": "tool/result",
-            "seq": seq,
-            "time": time,
-            "data": {
-                "turn": turn,
-                "step": p.step,
-                "callId": p.call_id,
-                "content": [{"type": "text", "text": INTERRUPTED_TEXT}],
-                "isError": true,
-                "error": {"name": "InterruptedError", "code": "interrupted"},
-            },
-            "surfaceOp": "append",
-        });
-        if let (Some(call_seq), Some(obj)) = (p.call_seq, event.as_object_mut()) {
-            obj.insert("sourceEventSeqs".into(), json!([call_seq]));
-        }
-        out.push(event);
+        let sources = p
+            .call_seq
+            .map(|s| format!(",\"sourceEventSeqs\":[{s}]"))
+            .unwrap_or_default();
+        out.push(format!(
+            "{{\"type\":\"tool/result\",\"seq\":{seq},\"time\":{time},\"data\":{{\"turn\":{turn},\"step\":{step},\"callId\":{id},\"content\":[{{\"type\":\"text\",\"text\":\"{INTERRUPTED_TEXT}\"}}],\"isError\":true,\"error\":{{\"name\":\"InterruptedError\",\"code\":\"interrupted\"}}}},\"surfaceOp\":\"append\"{sources}}}",
+            step = p.step,
+            id = p.call_id,
+        ));
         seq += 1;
     }
     if let Some(step) = open_step {
-        out.push(json!({"type": "step/end", "seq": seq, "time": time, "data": {"turn": turn, "step": step}}));
+        out.push(format!(
+            "{{\"type\":\"step/end\",\"seq\":{seq},\"time\":{time},\"data\":{{\"turn\":{turn},\"step\":{step}}}}}"
+        ));
         seq += 1;
     }
-    out.push(json!({
-        "type": "turn/end", "seq": seq, "time": time,
-        "data": {"turn": turn, "reason": {"kind": "interrupted"}},
-    }));
+    out.push(format!(
+        "{{\"type\":\"turn/end\",\"seq\":{seq},\"time\":{time},\"data\":{{\"turn\":{turn},\"reason\":{{\"kind\":\"interrupted\"}}}}}}"
+    ));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Value};
+
+    fn parsed(texts: Vec<String>) -> Vec<Value> {
+        texts
+            .iter()
+            .map(|t| serde_json::from_str(t).expect("a closer is JSON"))
+            .collect()
+    }
 
     fn ev(kind: Kind, seq: u64, data: &str) -> ScanEvent<'_> {
         ScanEvent {
@@ -169,7 +159,7 @@ mod tests {
 
     #[test]
     fn closes_pending_calls_then_step_then_turn() {
-        let out = closers(vec![
+        let out = parsed(closers(vec![
             ev(Kind::TurnStart, 0, r#"{"turn":2}"#),
             ev(Kind::StepStart, 1, r#"{"turn":2,"step":1}"#),
             ev(
@@ -179,7 +169,7 @@ mod tests {
             ),
             ev(Kind::ToolCall, 3, r#"{"turn":2,"step":1,"callId":"b"}"#),
             ev(Kind::ToolResult, 4, r#"{"turn":2,"step":1,"callId":"c"}"#),
-        ]);
+        ]));
         assert_eq!(out.len(), 4);
         assert_eq!(out[0]["data"]["callId"], "a");
         assert_eq!(out[0].get("sourceEventSeqs"), None);
@@ -196,8 +186,37 @@ mod tests {
 
     #[test]
     fn a_turn_without_a_step_gets_only_its_end() {
-        let out = closers(vec![ev(Kind::TurnStart, 7, r#"{"turn":3}"#)]);
+        let out = parsed(closers(vec![ev(Kind::TurnStart, 7, r#"{"turn":3}"#)]));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0]["seq"], 8);
+    }
+
+    #[test]
+    fn reads_call_ids_serde_cannot() {
+        // A lone surrogate in an id, and the same id spelled with an escape.
+        let texts = closers(vec![
+            ev(Kind::TurnStart, 0, r#"{"turn":1}"#),
+            ev(
+                Kind::AssistantMessage,
+                1,
+                r#"{"turn":1,"step":1,"content":[{"type":"tool-call","id":"c\ud800"},{"type":"tool-call","id":"d"}]}"#,
+            ),
+            ev(
+                Kind::ToolCall,
+                2,
+                r#"{"turn":1,"step":1,"callId":"c\ud800"}"#,
+            ),
+            ev(
+                Kind::ToolResult,
+                3,
+                r#"{"turn":1,"step":1,"callId":"\u0064"}"#,
+            ),
+        ]);
+        assert_eq!(texts.len(), 2);
+        assert_eq!(
+            texts[0],
+            r#"{"type":"tool/result","seq":4,"time":103,"data":{"turn":1,"step":1,"callId":"c\ud800","content":[{"type":"text","text":"Tool call interrupted by a crash; no result was recorded."}],"isError":true,"error":{"name":"InterruptedError","code":"interrupted"}},"surfaceOp":"append","sourceEventSeqs":[2]}"#
+        );
+        assert!(texts[1].starts_with(r#"{"type":"turn/end","seq":5"#));
     }
 }

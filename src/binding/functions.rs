@@ -87,7 +87,7 @@ pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String>
         time: r.time.as_ref().and_then(Value::as_u64).unwrap_or(0),
         data: r.data.map(|d| d.get()).unwrap_or("null"),
     });
-    Ok(Value::Array(closers(scan)).to_string())
+    Ok(format!("[{}]", closers(scan).join(",")))
 }
 
 /// Reject legacy request-header vocabulary on append (SPEC 7).

@@ -9,7 +9,6 @@ use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
-use serde_json::Value;
 use std::sync::mpsc;
 
 #[napi]
@@ -278,7 +277,7 @@ impl NativeSession {
 
     #[napi(js_name = "closersJson")]
     pub fn closers_json(&self) -> String {
-        Value::Array(self.log.closers()).to_string()
+        format!("[{}]", self.log.closers().join(","))
     }
 
     #[napi]

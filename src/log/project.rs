@@ -3,7 +3,6 @@
 
 use super::Log;
 use crate::repair::{closers, ScanEvent};
-use serde_json::Value;
 
 impl Log {
     /// Events `from..to` as one JSON array text.
@@ -96,7 +95,7 @@ impl Log {
     }
 
     /// The section-8 closers for this log.
-    pub fn closers(&self) -> Vec<Value> {
+    pub fn closers(&self) -> Vec<String> {
         let from = self.last_boundary.unwrap_or(0);
         let texts = &self.texts;
         let metas = &self.metas;

@@ -240,8 +240,7 @@ fn slow_repair(
 
 /// Append the closers to the kept events.
 fn finish(mut log: Log, preserved: usize, total: usize) -> CoreResult<Repaired> {
-    for closer in log.closers() {
-        let text = closer.to_string();
+    for text in log.closers() {
         let index = log.len();
         log.accept_text(&text, index).map_err(|e| {
             CoreError::CorruptLog(format!(

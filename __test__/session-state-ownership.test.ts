@@ -164,6 +164,14 @@ describe('one owner: the views equal a fresh seed of the log', () => {
     lossy[3000] = { ...lossy[3000], seq: 1 }
     // the earlier event's error wins, though it is in an earlier slice than the lossy one
     expect(catchError(() => new Session('lossy', lossy)).message).toMatch(/^seed event at index 3000 has seq 1/)
+    // A getter that throws in a later slice while the helper still checks an
+    // earlier one: the earlier event's error still wins; without one, the
+    // getter's error propagates.
+    const throwing = events.map((e) => ({ ...e }))
+    Object.defineProperty(throwing[4000], 'data', { enumerable: true, get: () => { throw new Error('getter failed') } })
+    expect(catchError(() => new Session('getter', throwing)).message).toBe('getter failed')
+    throwing[10] = { ...throwing[10], seq: 3 }
+    expect(catchError(() => new Session('getter-late', throwing)).message).toMatch(/^seed event at index 10 has seq 3/)
   })
 })
 

@@ -110,28 +110,35 @@ class Session {
     // this one copies the next slice.
     const helped = length > SEED_SLICE
     const hand = (text) => (helped ? native.seedJsonAsync(text) : native.seedJson(text))
-    for (let from = 0; from < length; from += SEED_SLICE) {
-      const to = Math.min(length, from + SEED_SLICE)
-      const copies = []
-      for (let i = from; i < to; i++) {
-        const copy = snapshotEvent(seed[i], false)
-        if (copy === FAIL) {
-          // An earlier event's error wins, as in a one-event-at-a-time check.
-          hand(JSON.stringify(copies))
-          native.finishSeed()
-          throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+    try {
+      for (let from = 0; from < length; from += SEED_SLICE) {
+        const to = Math.min(length, from + SEED_SLICE)
+        const copies = []
+        for (let i = from; i < to; i++) {
+          const copy = snapshotEvent(seed[i], false)
+          if (copy === FAIL) {
+            // An earlier event's error wins, as in a one-event-at-a-time check.
+            hand(JSON.stringify(copies))
+            native.finishSeed()
+            throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+          }
+          copies.push(copy)
         }
-        copies.push(copy)
-      }
-      const text = JSON.stringify(copies)
-      hand(text)
-      if (traced !== undefined) traced.push(text)
-      for (let k = 0; k < copies.length; k++) {
-        const e = copies[k]
-        if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
-          payloads.set(from + k, { type: e.type, data: deepFreeze(e.data) })
+        const text = JSON.stringify(copies)
+        hand(text)
+        if (traced !== undefined) traced.push(text)
+        for (let k = 0; k < copies.length; k++) {
+          const e = copies[k]
+          if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
+            payloads.set(from + k, { type: e.type, data: deepFreeze(e.data) })
+          }
         }
       }
+    } catch (error) {
+      // A throwing getter while the helper still checks earlier slices: an
+      // earlier event's error wins, and no helper thread is left waiting.
+      native.finishSeed()
+      throw error
     }
     native.finishSeed()
     let headerObj

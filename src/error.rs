@@ -61,6 +61,18 @@ pub enum CoreError {
     /// A store used after `close()`.
     #[error("{0}")]
     Closed(String),
+    /// A session whose write lease another store or process holds.
+    #[error("{0}")]
+    SessionInUse(String),
+    /// A PostgreSQL writer whose lease another store took over: it may never write again.
+    #[error("{0}")]
+    LeaseLost(String),
+    /// A PostgreSQL server that cannot be reached or refuses the connection.
+    #[error("{0}")]
+    PgConnect(String),
+    /// A PostgreSQL failure (a statement timeout, a lost connection), with the database it concerns.
+    #[error("{0}")]
+    Pg(String),
 }
 
 impl CoreError {
@@ -85,6 +97,10 @@ impl CoreError {
             CoreError::Io(_) => "IO",
             CoreError::Sqlite(_) => "SQLITE",
             CoreError::Closed(_) => "STORE_CLOSED",
+            CoreError::SessionInUse(_) => "SESSION_IN_USE",
+            CoreError::LeaseLost(_) => "LEASE_LOST",
+            CoreError::PgConnect(_) => "PG_CONNECT",
+            CoreError::Pg(_) => "PG",
         }
     }
 
@@ -110,6 +126,10 @@ impl CoreError {
             Io(m) => Io(f(m)),
             Sqlite(m) => Sqlite(f(m)),
             Closed(m) => Closed(f(m)),
+            SessionInUse(m) => SessionInUse(f(m)),
+            LeaseLost(m) => LeaseLost(f(m)),
+            PgConnect(m) => PgConnect(f(m)),
+            Pg(m) => Pg(f(m)),
         }
     }
 }

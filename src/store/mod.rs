@@ -6,6 +6,7 @@
 
 pub mod jsonl;
 pub mod load;
+pub mod postgres;
 pub mod sqlite;
 
 use crate::error::{CoreError, CoreResult};

@@ -400,17 +400,23 @@ export interface DurableSessionStore {
    * Append one batch, atomically and durably (resolves once durable).
    * `events[0].seq` must continue the stored log (`SEQ_MISMATCH`); the batch
    * must be lossless JSON (`NOT_LOSSLESS_JSON`) without legacy vocabulary
-   * (`LEGACY_VOCABULARY`). The first append of a created session stores its
+   * (`LEGACY_VOCABULARY`) and keep the SPEC 5 surface rules against the
+   * stored surface (`INVALID_SURFACE`). The first append of a created session stores its
    * header with the batch; appending to an id the store has not seen loads
-   * (and repairs) its stored log first.
+   * (and repairs) its stored log first. The store takes the session's write
+   * lease: `SESSION_IN_USE` while another store (any process) holds it;
+   * `LOG_REPLACED` when a JSONL log was replaced or removed under the store.
    */
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
   /**
    * The stored session, repaired for a crash (SPEC 11): complete events of
    * an interrupted turn are kept, a torn tail after the last `turn/end` is
    * dropped, the section-8 closers are appended, and the repair is durable
-   * before the promise resolves. Corruption before the last `turn/end`
-   * rejects (`CORRUPT_LOG`) and leaves storage unchanged.
+   * before the promise resolves when the store holds or can take the
+   * session's write lease (which it then keeps until `close()`); while
+   * another store holds it, the repair is in the result only and nothing is
+   * written. Corruption before the last `turn/end` rejects (`CORRUPT_LOG`)
+   * and leaves storage unchanged.
    */
   load(id: SessionId | string): Promise<StoredSession>
   /** `load`, straight into a `Session` (events are parsed into JS objects only when read). */
@@ -427,7 +433,7 @@ export interface DurableSessionStore {
   list(): Promise<SessionHeader[]>
   /** Where the log of `header` lives, or `undefined` when the store has no per-session artifact. */
   locate(header: SessionHeader): SessionLocation | undefined
-  /** Wait for the operations in flight, then release files; later calls reject (`STORE_CLOSED`). */
+  /** Wait for the operations in flight, then release files and write leases; later calls reject (`STORE_CLOSED`). */
   close(): Promise<void>
 }
 

@@ -31,7 +31,16 @@ afterEach(async () => {
   for (const f of cleanup.splice(0)) await f()
 })
 
-function setup(make: (dir: string) => SessionStore, label: string): { dir: string; store: SessionStore; reopen: () => SessionStore } {
+/**
+ * A store in a fresh directory. `reopen()` adds another store on the same
+ * directory beside the open ones (a reader of sessions they write);
+ * `restart()` closes every open store first (their write leases with
+ * them), as a process restart does.
+ */
+function setup(
+  make: (dir: string) => SessionStore,
+  label: string,
+): { dir: string; store: SessionStore; reopen: () => SessionStore; restart: () => Promise<SessionStore> } {
   const dir = tempDir(label)
   const opened: SessionStore[] = []
   const reopen = () => {
@@ -39,12 +48,16 @@ function setup(make: (dir: string) => SessionStore, label: string): { dir: strin
     opened.push(s)
     return s
   }
+  const restart = async () => {
+    for (const s of opened) await s.close()
+    return reopen()
+  }
   const store = reopen()
   cleanup.push(async () => {
     for (const s of opened) await s.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
-  return { dir, store, reopen }
+  return { dir, store, reopen, restart }
 }
 
 for (const { kind, make } of STORES) {
@@ -117,10 +130,10 @@ for (const { kind, make } of STORES) {
     })
 
     it('continues a stored log after a restart', async () => {
-      const { store, reopen } = setup(make, `${kind}-restart`)
+      const { store, restart } = setup(make, `${kind}-restart`)
       await store.create(header('s'))
       await store.append('s', asEvents(turns(1)))
-      const again = reopen()
+      const again = await restart()
       const next = turnBatches(2, 9).flat()
       await again.append('s', asEvents(next))
       expect((await again.load('s')).events).toEqual([...turns(1), ...next])
@@ -220,16 +233,16 @@ for (const { kind, make } of STORES) {
 
   describe(`${kind} store: crash repair on load`, () => {
     it('keeps the complete events of an interrupted turn, closes it, and makes that durable', async () => {
-      const { store, reopen } = setup(make, `${kind}-repair`)
+      const { store, restart } = setup(make, `${kind}-repair`)
       await store.create(header('r'))
       const [a, b] = turnBatches(1, 0)
       await store.append('r', asEvents([...a!, ...b!]))
-      const loaded = await reopen().load('r')
+      const loaded = await (await restart()).load('r')
       const closers = interruptedTurnClosers(asEvents([...a!, ...b!]))
       expect(closers.map((e) => e.type)).toEqual(['tool/result', 'step/end', 'turn/end'])
       expect(loaded.events).toEqual([...a!, ...b!, ...closers])
       // Durable and idempotent: a third store sees the same, balanced log.
-      const third = reopen()
+      const third = await restart()
       expect(await third.load('r')).toEqual(loaded)
       // The log continues after the closers.
       const next = turnBatches(2, loaded.events.length).flat()
@@ -267,10 +280,10 @@ for (const { kind, make } of STORES) {
     })
 
     it('continues an opened session from its stored length', async () => {
-      const { store, reopen } = setup(make, `${kind}-flush-open`)
+      const { store, reopen, restart } = setup(make, `${kind}-flush-open`)
       await store.create(header('c'))
       await store.append('c', asEvents(turns(2)))
-      const s2 = reopen()
+      const s2 = await restart()
       const session = await s2.open('c')
       session.append('turn/start', { turn: 3, trigger: { kind: 'message', source: { kind: 'user' } } })
       session.append('turn/end', { turn: 3, reason: { kind: 'completed' } })
@@ -361,19 +374,20 @@ for (const { kind, make } of STORES) {
     })
 
     it('rejects a live session whose id has another stored history', async () => {
-      const { store, reopen } = setup(make, `${kind}-collide`)
+      const { store, restart } = setup(make, `${kind}-collide`)
       await store.create(header('x'))
       await store.append('x', asEvents(turns(1)))
       const other = turns(2).map((e) => ({ ...e, time: e.time + 1 }))
-      const r = await rejection(reopen().flush(new Session('x', asEvents(other))))
+      const second = await restart()
+      const r = await rejection(second.flush(new Session('x', asEvents(other))))
       expect(r).toEqual({
         code: 'SESSION_ALREADY_EXISTS',
         message: 'session "x" already has a persisted log on disk that does not match this live session (id collision)',
       })
       // The same history (a longer copy of it) is adopted and extended.
       const same = new Session('x', asEvents(turns(2)), header('x'))
-      expect(await reopen().flush(same)).toBe(9)
-      expect(await rejection(store.flush(new Session('x')))).toEqual(r)
+      expect(await second.flush(same)).toBe(9)
+      expect(await rejection(second.flush(new Session('x')))).toEqual(r)
     })
 
     it('rejects what is not a Session', async () => {
@@ -402,6 +416,8 @@ for (const { kind, make } of STORES) {
 
   describe(`${kind} store: ids`, () => {
     const HOSTILE = ['../x', '/', 'a/b', 'a\\b', '.', '..', '...', '~', '~002E', 'a\u0000b', "x'); DROP TABLE sessions; --", '"', '😀', 'é', ' ']
+      // PostgreSQL text cannot hold U+0000: that store refuses such ids (store-13-postgres-schema).
+      .filter((id) => kind !== 'postgres' || !id.includes('\u0000'))
 
     it('stores, loads and lists hostile ids without escaping the store', async () => {
       const { store, dir } = setup(make, `${kind}-ids`)
@@ -414,7 +430,9 @@ for (const { kind, make } of STORES) {
       if (kind === 'jsonl') {
         const files = fs.readdirSync(path.join(dir, '_no-cwd'))
         expect(files).toHaveLength(HOSTILE.length)
-        expect(fs.readdirSync(dir)).toEqual(['_no-cwd'])
+        // Beside the bucket, only the write leases' lock files.
+        expect(fs.readdirSync(dir).sort()).toEqual(['.locks', '_no-cwd'])
+        expect(fs.readdirSync(path.join(dir, '.locks'))).toHaveLength(HOSTILE.length)
       }
     })
 
@@ -495,7 +513,8 @@ describe('jsonl store: layout (SPEC 11)', () => {
       `{"type":"session","version":0,"id":"v","createdAt":${T0},"cwd":"/w"}\n${reordered.map((e) => JSON.stringify(e)).join('\n')}\n`,
     )
     expect(fs.readdirSync(path.dirname(file))).toEqual(['v.jsonl'])
-    expect(fs.readdirSync(dir)).toHaveLength(1)
+    expect(fs.readdirSync(dir).sort()).toEqual(['.locks', path.basename(path.dirname(file))])
+    expect(fs.readdirSync(path.join(dir, '.locks'))).toEqual(['v.lock'])
   })
 
   it('never overwrites a log that appeared after create', async () => {
@@ -513,7 +532,7 @@ describe('jsonl store: layout (SPEC 11)', () => {
   })
 
   it('finds a log in any bucket and reads the cwd back from its header', async () => {
-    const { store, dir, reopen } = setup(STORES[0]!.make, 'anybucket')
+    const { store, dir, reopen, restart } = setup(STORES[0]!.make, 'anybucket')
     const meta = header('m', { cwd: '/first' })
     await store.create(meta)
     await store.append('m', asEvents(turns(1)))
@@ -521,7 +540,7 @@ describe('jsonl store: layout (SPEC 11)', () => {
     const to = path.join(dir, 'cwd-000000000000', 'm.jsonl')
     fs.mkdirSync(path.dirname(to))
     fs.renameSync(from, to)
-    const again = reopen()
+    const again = await restart()
     expect((await again.load('m')).meta).toEqual(meta)
     await again.append('m', asEvents(turnBatches(2, 9).flat()))
     expect(fs.readFileSync(to, 'utf8').trim().split('\n')).toHaveLength(1 + 18)

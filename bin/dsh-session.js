@@ -10,7 +10,7 @@ const path = require('node:path')
 
 const api = require('../index.js')
 const { binding, wrapNative } = api[Symbol.for('dsh-session-native.internal')]
-const { JsonlSessionStore, SqliteSessionStore } = require('../lib/stores.js')
+const { JsonlSessionStore, SqliteSessionStore, loadAsWriter } = require('../lib/stores.js')
 
 const PROGRAM = 'dsh-session'
 /** Events read from the native log per step (bounds memory and paces the progress bar). */
@@ -980,7 +980,7 @@ async function cmdRepair({ positionals, flags }) {
     if (!dryRun && needsRepair(plan)) {
       const store = new SqliteSessionStore({ path: address.path })
       try {
-        await store.load(address.id)
+        await loadAsWriter(store, address.id)
       } catch (error) {
         throw new CliError(`${address.text}: ${oneLine(error.message)}`, 1, error.code)
       } finally {

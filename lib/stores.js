@@ -34,6 +34,9 @@ function core() {
   return api
 }
 
+/** Internal: the load of a writer (`dsh-session repair`), see `loadAsWriter`. */
+const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
+
 const noop = () => {}
 const nextTick = () => new Promise((resolve) => setImmediate(resolve))
 
@@ -170,6 +173,14 @@ class SessionStoreBase {
     return this.#start(() => {
       const file = this.#file(id)
       return this.#chain(id, () => this.#native.load(id, file).then((text) => JSON.parse(text)))
+    })
+  }
+
+  /** The load, as the session's writer: rejects with SESSION_IN_USE when another store holds it. */
+  [LOAD_AS_WRITER](id) {
+    return this.#start(() => {
+      const file = this.#file(id)
+      return this.#chain(id, () => this.#native.load(id, file, true).then((text) => JSON.parse(text)))
     })
   }
 
@@ -327,3 +338,6 @@ class PostgresSessionStore extends SessionStoreBase {
 module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore }
 // For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
 Object.defineProperty(module.exports, 'useCore', { value: useCore })
+// For bin/dsh-session.js: a repair loads as the session's writer, so it never
+// writes (nor claims to) while another store holds the session.
+Object.defineProperty(module.exports, 'loadAsWriter', { value: (store, id) => store[LOAD_AS_WRITER](id) })

@@ -64,6 +64,9 @@ pub enum CoreError {
     /// A session whose write lease another store or process holds.
     #[error("{0}")]
     SessionInUse(String),
+    /// A JSONL log renamed over, removed or changed under the store that has it open.
+    #[error("{0}")]
+    LogReplaced(String),
     /// A PostgreSQL writer whose lease another store took over: it may never write again.
     #[error("{0}")]
     LeaseLost(String),
@@ -98,6 +101,7 @@ impl CoreError {
             CoreError::Sqlite(_) => "SQLITE",
             CoreError::Closed(_) => "STORE_CLOSED",
             CoreError::SessionInUse(_) => "SESSION_IN_USE",
+            CoreError::LogReplaced(_) => "LOG_REPLACED",
             CoreError::LeaseLost(_) => "LEASE_LOST",
             CoreError::PgConnect(_) => "PG_CONNECT",
             CoreError::Pg(_) => "PG",
@@ -127,6 +131,7 @@ impl CoreError {
             Sqlite(m) => Sqlite(f(m)),
             Closed(m) => Closed(f(m)),
             SessionInUse(m) => SessionInUse(f(m)),
+            LogReplaced(m) => LogReplaced(f(m)),
             LeaseLost(m) => LeaseLost(f(m)),
             PgConnect(m) => PgConnect(f(m)),
             Pg(m) => Pg(f(m)),

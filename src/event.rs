@@ -31,6 +31,28 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The type string of a known kind (`None` for `Other`).
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::TurnStart => "turn/start",
+            Kind::TurnEnd => "turn/end",
+            Kind::StepStart => "step/start",
+            Kind::StepEnd => "step/end",
+            Kind::UserMessage => "user/message",
+            Kind::PromptBlocked => "prompt/blocked",
+            Kind::ContextMessage => "context/message",
+            Kind::AssistantChunk => "assistant/chunk",
+            Kind::AssistantMessage => "assistant/message",
+            Kind::ToolCall => "tool/call",
+            Kind::ToolResult => "tool/result",
+            Kind::SteeringMessage => "steering/message",
+            Kind::TodoWrite => "todo/write",
+            Kind::RequestHeader => "request/header",
+            Kind::RequestHeaderDelta => "request/header-delta",
+            Kind::Other => return None,
+        })
+    }
+
     pub fn of(ty: &str) -> Kind {
         match ty {
             "turn/start" => Kind::TurnStart,

@@ -1,6 +1,7 @@
 // Shared builders for the store tests (not a test file itself).
 
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
@@ -15,9 +16,19 @@ const nodeRequire = createRequire(__filename)
 const index = nodeRequire('../../index.js') as typeof import('../../index.js')
 const stores = nodeRequire('../../lib/stores.js') as typeof import('../../lib/stores.js')
 export const { Session, interruptedTurnClosers } = index
-export const { JsonlSessionStore, SqliteSessionStore } = stores
+export const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore } = stores
 export type JsonlSessionStore = import('../../lib/stores.js').JsonlSessionStore
 export type SqliteSessionStore = import('../../lib/stores.js').SqliteSessionStore
+export type PostgresSessionStore = import('../../lib/stores.js').PostgresSessionStore
+
+/** The test server's URL (.ci/run starts one); unset: the PostgreSQL tests skip. */
+export const PG_URL = process.env.DSH_TEST_PG_URL
+export const PG_SKIP = 'PostgreSQL store tests skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)'
+
+/** A schema of its own for each test directory (identifiers stop at 63 bytes). */
+export function pgSchema(dir: string): string {
+  return `t_${createHash('sha256').update(dir).digest('hex').slice(0, 20)}`
+}
 export type { SessionStore }
 
 /** A raw event record (one definition for every test helper). */
@@ -33,7 +44,12 @@ export function tempDir(label: string): string {
 export const STORES = [
   { kind: 'jsonl' as const, make: (dir: string): SessionStore => new JsonlSessionStore({ root: dir }) },
   { kind: 'sqlite' as const, make: (dir: string): SessionStore => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') }) },
+  // One schema per test directory; absent when no server is configured.
+  ...(PG_URL === undefined
+    ? []
+    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => new PostgresSessionStore({ connectionString: PG_URL, schema: pgSchema(dir) }) }]),
 ]
+if (PG_URL === undefined) console.warn(PG_SKIP)
 export type StoreKind = (typeof STORES)[number]['kind']
 
 const turnsModule = nodeRequire('./turns.cjs') as {

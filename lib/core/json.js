@@ -8,7 +8,6 @@ const FAIL = Symbol('not lossless')
 const ObjectPrototype = Object.prototype
 const ArrayPrototype = Array.prototype
 const { getPrototypeOf, keys: objectKeys, freeze, defineProperty, getOwnPropertySymbols } = Object
-const { ownKeys } = Reflect
 const isArray = Array.isArray
 const hasOwn = Object.prototype.hasOwnProperty
 
@@ -71,13 +70,21 @@ function copyJson(value, frozen, path, depth) {
     const length = value.length
     out = new Array(length)
     for (let i = 0; i < length; i++) {
-      if (!hasOwn.call(value, i)) return FAIL
-      const item = copyJson(value[i], frozen, path, depth + 1)
+      const v = value[i]
+      // Numbers inline: long arrays of seqs are the common case.
+      if (typeof v === 'number' && Number.isFinite(v) && !(v === 0 && 1 / v < 0)) {
+        out[i] = v
+        continue
+      }
+      if (v === undefined && !hasOwn.call(value, i)) return FAIL
+      const item = copyJson(v, frozen, path, depth + 1)
       if (item === FAIL) return FAIL
       out[i] = item
     }
-    // Named or symbol properties beside the elements would not survive.
-    if (ownKeys(value).length !== length + 1) return FAIL
+    // JSON writes an array's elements only: like a non-enumerable property
+    // of an object, a named property beside them is not data. A symbol-keyed
+    // one is refused, as on objects.
+    if (getOwnPropertySymbols(value).length !== 0) return FAIL
   } else {
     const proto = getPrototypeOf(value)
     if (proto !== ObjectPrototype && proto !== null && !isForeignObjectPrototype(proto)) return FAIL

@@ -63,8 +63,12 @@ class Session {
   /** Frozen events held in JS for seqs `#objsFrom..#seq`. */
   #objs = []
   #objsFrom = 0
-  /** Frozen events below `#objsFrom` parsed for a derive or the header (seq -> event). */
-  #parsed = new Map()
+  /**
+   * Payloads of events below `#objsFrom` that a derive or the header fold
+   * read (seq -> { type, data }, data frozen). When `events` is read, the
+   * parsed events take these `data` objects, so messages keep sharing them.
+   */
+  #payloads = new Map()
   #seq = 0
   /** Events `0..#synced` have their JSON text in the native log. */
   #synced = 0
@@ -100,7 +104,7 @@ class Session {
     // slice's copies die young, and no transient holds the whole seed. The
     // log keeps the texts; JS keeps (frozen) only the events a derive or the
     // header fold reads, and parses the others when `events` is read.
-    const parsed = this.#parsed
+    const payloads = this.#payloads
     const traced = options?.invariants === true ? [] : undefined
     // A long seed's slices are checked on a native helper thread while
     // this one copies the next slice.
@@ -124,7 +128,9 @@ class Session {
       if (traced !== undefined) traced.push(text)
       for (let k = 0; k < copies.length; k++) {
         const e = copies[k]
-        if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') parsed.set(from + k, deepFreeze(e))
+        if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
+          payloads.set(from + k, { type: e.type, data: deepFreeze(e.data) })
+        }
       }
     }
     native.finishSeed()
@@ -223,40 +229,45 @@ class Session {
     if (this.#objsFrom > 0) {
       // In slices: the JSON text of a whole long log at once would be a
       // transient as large as the log, twice (native and JS).
-      const parsed = this.#parsed
+      const payloads = this.#payloads
       const head = []
       for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
         const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
         for (let i = 0; i < slice.length; i++) {
-          // An event already handed out (through a message or the header) keeps its identity.
-          head.push(parsed.get(from + i) ?? deepFreeze(slice[i]))
+          // A payload already handed out (in a message or the header) keeps its identity.
+          const e = slice[i]
+          const known = payloads.get(from + i)
+          if (known !== undefined) e.data = known.data
+          head.push(deepFreeze(e))
         }
       }
       this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
-      parsed.clear()
+      payloads.clear()
     }
     this.#eventsCache = freeze(this.#objs.slice())
     return this.#eventsCache
   }
 
-  /** The frozen event at `seq` (materialized: see `#materialize`). */
-  #eventAt(seq) {
-    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#parsed.get(seq)
+  /** `{ type, data }` of the event at `seq`, data frozen (materialized: see `#materialize`). */
+  #payloadAt(seq) {
+    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#payloads.get(seq)
   }
 
-  /** Parse, in one native call, the events at `seqs` that JS does not hold yet. */
+  /** Parse, in one native call, the payloads of the events at `seqs` that JS does not hold yet. */
   #materialize(seqs) {
     const from = this.#objsFrom
-    const parsed = this.#parsed
+    const payloads = this.#payloads
     const missing = []
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]
-      if (seq < from && !parsed.has(seq)) missing.push(seq)
+      if (seq < from && !payloads.has(seq)) missing.push(seq)
     }
     if (missing.length === 0) return
-    const events = JSON.parse(this.#native.textsJson(Uint32Array.from(missing)))
-    for (let i = 0; i < missing.length; i++) parsed.set(missing[i], deepFreeze(events[i]))
+    const flat = JSON.parse(this.#native.payloadsJson(Uint32Array.from(missing)))
+    for (let i = 0; i < missing.length; i++) {
+      payloads.set(missing[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
+    }
   }
 
   /**
@@ -438,7 +449,7 @@ class Session {
       if (this.#objsFrom > 0) this.#materialize(from === 0 ? nodes : nodes.slice(from))
       const derived = this.#derived
       for (let i = from; i < count; i++) {
-        const message = deriveFrozen(this.#eventAt(nodes[i]))
+        const message = deriveFrozen(this.#payloadAt(nodes[i]))
         if (message !== null) derived.push(message)
       }
       this.#derivedNodes = count
@@ -457,7 +468,7 @@ class Session {
         this.#headerCache = undefined
       } else {
         this.#materialize([seq])
-        this.#headerCache = freezeTop(canonicalForm(this.#eventAt(seq).data.header))
+        this.#headerCache = freezeTop(canonicalForm(this.#payloadAt(seq).data.header))
       }
       this.#headerStale = false
     }

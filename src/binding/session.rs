@@ -259,10 +259,10 @@ impl NativeSession {
         self.log.events_json(from as usize, to as usize)
     }
 
-    /// The texts of the (native) events at `seqs`, as one JSON array.
-    #[napi(js_name = "textsJson")]
-    pub fn texts_json(&self, seqs: Uint32Array) -> String {
-        self.log.texts_json(&seqs)
+    /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.
+    #[napi(js_name = "payloadsJson")]
+    pub fn payloads_json(&self, seqs: Uint32Array) -> String {
+        self.log.payloads_json(&seqs)
     }
 
     /// Seq of the latest `request/header` (the header fold), or -1.

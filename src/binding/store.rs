@@ -91,8 +91,8 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
 
 /// A store's load, on a thread of lower priority than the JS thread (it is
 /// CPU-bound for a long log: parsing every event).
-fn load_at_low_priority(store: &dyn SessionStore, key: Key) -> CoreResult<Log> {
-    crate::log::at_low_priority(|| store.load(&key)).unwrap_or_else(|| {
+fn load_at_low_priority(store: &dyn SessionStore, key: Key, writer: bool) -> CoreResult<Log> {
+    crate::log::at_low_priority(|| store.load(&key, writer)).unwrap_or_else(|| {
         Err(CoreError::Io(format!(
             "loading session {} failed unexpectedly (the loader panicked)",
             crate::json::quote(&key.id)
@@ -266,11 +266,18 @@ impl NativeStore {
     }
 
     /// Repair-load a stored session: `{"meta", "events"}` as JSON text.
+    /// With `writer`, the load must take the session's write lease (it
+    /// rejects with `SESSION_IN_USE` when another store holds it).
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn load(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, String>> {
+    pub fn load(
+        &self,
+        id: String,
+        file: String,
+        writer: Option<bool>,
+    ) -> AsyncTask<StoreTask<Log, String>> {
         let store = self.store.clone();
         task(loaded_json, move || {
-            load_at_low_priority(&*store, key(id, file))
+            load_at_low_priority(&*store, key(id, file), writer.unwrap_or(false))
         })
     }
 
@@ -279,7 +286,7 @@ impl NativeStore {
     pub fn open(&self, id: String, file: String) -> AsyncTask<StoreTask<Log, NativeSession>> {
         let store = self.store.clone();
         task(NativeSession::from_log, move || {
-            load_at_low_priority(&*store, key(id, file))
+            load_at_low_priority(&*store, key(id, file), false)
         })
     }
 

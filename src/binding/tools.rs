@@ -111,6 +111,9 @@ struct Loaded {
 /// (`jsonl::repair_bytes`); with `write`, make the repair durable as the
 /// JSONL store does on load (`jsonl::write_repair`).
 fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
+    // A repair is a writer: it needs the session's lease (SESSION_IN_USE
+    // while a store writes the session), held until it is done.
+    let _lease = if write { jsonl::lease_log(path)? } else { None };
     let mut file = if write {
         OpenOptions::new().read(true).write(true).open(path)
     } else {

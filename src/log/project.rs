@@ -58,6 +58,37 @@ impl Log {
         out
     }
 
+    /// The type and payload of the events at `seqs`, as one flat JSON array
+    /// `[type, data, type, data, ...]` (what deriving and the header fold
+    /// read; the type is null for a kind without a fixed name).
+    pub fn payloads_json(&self, seqs: &[u32]) -> String {
+        let mut out = String::with_capacity(
+            2 + seqs
+                .iter()
+                .map(|&i| self.texts.get(i as usize).map_or(8, str::len))
+                .sum::<usize>(),
+        );
+        out.push('[');
+        for (k, &i) in seqs.iter().enumerate() {
+            let i = i as usize;
+            if k > 0 {
+                out.push(',');
+            }
+            match self.metas.get(i).and_then(|m| m.kind.name()) {
+                Some(name) => {
+                    out.push('"');
+                    out.push_str(name);
+                    out.push('"');
+                }
+                None => out.push_str("null"),
+            }
+            out.push(',');
+            out.push_str(self.data_of(i).unwrap_or("null"));
+        }
+        out.push(']');
+        out
+    }
+
     /// The whole log as the JSONL store writes it.
     pub fn to_jsonl(&self) -> String {
         let header = self.header.line();

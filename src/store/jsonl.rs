@@ -3,6 +3,11 @@
 //! header on line 1, one event per line. The first append publishes a
 //! complete, fsynced file with a hard link (never overwriting); later appends
 //! write at the known end and fsync.
+//!
+//! An encoded id longer than `LITERAL_MAX` bytes names its file by a hash
+//! (`stem`), so every file name stays within what file systems accept; the
+//! header keeps the full id. The write lease of a session is the lock file
+//! `<root>/.locks/<stem>.lock` (one per id, whatever its bucket).
 
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed};
@@ -13,12 +18,9 @@ use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct JsonlBackend {
     root: PathBuf,
-    /// Distinguishes temporary files of concurrent first appends.
-    counter: AtomicU64,
 }
 
 /// The open log of one session.
@@ -28,6 +30,137 @@ pub struct JsonlHandle {
     file: Option<File>,
     /// Bytes of the log that are durable and ours: the next write starts here.
     len: u64,
+    /// The file the store read or wrote, when `file` is not kept open (a
+    /// loaded session holds no descriptor of its log until it writes).
+    identity: Option<(u64, u64)>,
+}
+
+/// A file's device and inode.
+#[cfg(unix)]
+fn identity(m: &fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_m: &fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// The longest encoded id that names its file literally: with `.jsonl`
+/// and the temporary suffix the name stays far below the 255 bytes most
+/// file systems allow.
+pub const LITERAL_MAX: usize = 200;
+
+/// The directory of the lock files, under the root (not a bucket name, so
+/// `list` and `load` never look inside).
+const LOCKS_DIR: &str = ".locks";
+
+/// The file stem of an encoded id: the id itself, or for one longer than
+/// `LITERAL_MAX`, `~~` and the SHA-256 of it in hex (66 bytes; `~~` never
+/// occurs in an encoded id, so a stem names one id either way).
+pub fn stem(file: &str) -> std::borrow::Cow<'_, str> {
+    if file.len() <= LITERAL_MAX {
+        return std::borrow::Cow::Borrowed(file);
+    }
+    let hex: String = Sha256::digest(file.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::borrow::Cow::Owned(format!("~~{hex}"))
+}
+
+/// The SPEC 11 file name encoding of an id, over its UTF-16 code units
+/// (the same as `encodeId` in lib/stores.js), to match a hashed file to
+/// the id its header names.
+pub fn encode_id(id: &str) -> String {
+    match id {
+        "." => return "~002E".into(),
+        ".." => return "~002E~002E".into(),
+        _ => {}
+    }
+    let mut out = String::with_capacity(id.len());
+    for unit in id.encode_utf16() {
+        match u8::try_from(unit) {
+            Ok(b) if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') => {
+                out.push(char::from(b))
+            }
+            _ => out.push_str(&format!("~{unit:04X}")),
+        }
+    }
+    out
+}
+
+/// The lock file of the write lease of the log at `log` (a file named
+/// `<stem>.jsonl` in a bucket of a store root); `None` for a file outside
+/// a store's layout, which no store writes.
+pub fn lease_path_of_log(log: &Path) -> Option<PathBuf> {
+    let name = log.file_name()?.to_str()?.strip_suffix(".jsonl")?;
+    let bucket = log.parent()?;
+    if !bucket.file_name()?.to_str().is_some_and(is_bucket) {
+        return None;
+    }
+    let root = bucket.parent()?;
+    Some(root.join(LOCKS_DIR).join(format!("{}.lock", stem(name))))
+}
+
+/// Take the write lease of the log at `path` for a writer that is not a
+/// store (`dsh-session repair`): `SESSION_IN_USE` while a store holds it;
+/// `None` for a file outside a store's layout.
+pub fn lease_log(path: &Path) -> CoreResult<Option<super::lease::Lease>> {
+    let Some(lock) = lease_path_of_log(path) else {
+        return Ok(None);
+    };
+    let subject = first_line(path)
+        .and_then(|line| SessionHeader::from_line(line.strip_suffix('\r').unwrap_or(&line)).ok())
+        .map_or_else(
+            || format!("session log \"{}\"", path.display()),
+            |h| super::lease::subject(h.id()),
+        );
+    super::lease::acquire(&lock, &subject)
+        .map(Some)
+        .map_err(super::lease::Refused::into_error)
+}
+
+/// `LOG_REPLACED`: the log at `path` is not the file the store had open.
+fn replaced(path: &Path, id: &str, what: &str) -> CoreError {
+    CoreError::LogReplaced(format!(
+        "session log \"{}\" of session {} {what}; nothing was written (load the session again)",
+        path.display(),
+        crate::json::quote(id)
+    ))
+}
+
+const REMOVED: &str = "was removed while this store had it open";
+const REPLACED: &str = "was replaced by another file while this store had it open";
+
+/// Refuse to write through `file` unless it is still the log at `path`, as
+/// long as this store left it (`len` bytes): a log renamed over or removed
+/// under an open store would otherwise take acknowledged writes into a file
+/// no load reads.
+pub fn check_still_the_log(file: &File, path: &Path, len: u64, id: &str) -> CoreResult<()> {
+    let open = file
+        .metadata()
+        .map_err(|e| io("cannot stat session log", path, e))?;
+    let now = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Err(replaced(path, id, REMOVED)),
+        Err(e) => return Err(io("cannot stat session log", path, e)),
+    };
+    if identity(&open) != identity(&now) {
+        return Err(replaced(path, id, REPLACED));
+    }
+    if open.len() != len {
+        return Err(replaced(
+            path,
+            id,
+            &format!(
+                "was changed outside this store (it holds {} bytes, this store left {len})",
+                open.len()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
@@ -291,10 +424,7 @@ fn read_dir_entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
 
 impl JsonlBackend {
     pub fn new(root: PathBuf) -> JsonlBackend {
-        JsonlBackend {
-            root,
-            counter: AtomicU64::new(0),
-        }
+        JsonlBackend { root }
     }
 
     /// Where the log of a session with this cwd and encoded id lives.
@@ -303,7 +433,7 @@ impl JsonlBackend {
         Ok(self
             .root
             .join(bucket_name(cwd))
-            .join(format!("{file}.jsonl")))
+            .join(format!("{}.jsonl", stem(file))))
     }
 
     fn buckets(&self) -> CoreResult<Vec<PathBuf>> {
@@ -320,15 +450,22 @@ impl JsonlBackend {
     /// The stored log of `key` in any bucket.
     fn find(&self, key: &Key) -> CoreResult<Option<PathBuf>> {
         check_file_name(&key.file)?;
-        let name = format!("{}.jsonl", key.file);
+        let mut names = vec![format!("{}.jsonl", stem(&key.file))];
+        // A long id's log written literally by an earlier build, when its
+        // name fits a file system at all.
+        if key.file.len() > LITERAL_MAX && key.file.len() + 6 <= 255 {
+            names.push(format!("{}.jsonl", key.file));
+        }
         let mut found = Vec::new();
         for bucket in self.buckets()? {
-            let path = bucket.join(&name);
-            match fs::symlink_metadata(&path) {
-                Ok(m) if m.is_file() => found.push(path),
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(io("cannot stat session log", &path, e)),
+            for name in &names {
+                let path = bucket.join(name);
+                match fs::symlink_metadata(&path) {
+                    Ok(m) if m.is_file() => found.push(path),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == ErrorKind::NotFound => {}
+                    Err(e) => return Err(io("cannot stat session log", &path, e)),
+                }
             }
         }
         match found.len() {
@@ -369,26 +506,48 @@ impl Backend for JsonlBackend {
         Ok(self.find(key)?.is_some())
     }
 
-    fn load(&self, key: &Key, handle: &mut JsonlHandle) -> CoreResult<Option<Log>> {
+    fn lease_path(&self, key: &Key) -> Option<PathBuf> {
+        Some(
+            self.root
+                .join(LOCKS_DIR)
+                .join(format!("{}.lock", stem(&key.file))),
+        )
+    }
+
+    fn load(&self, key: &Key, handle: &mut JsonlHandle, durable: bool) -> CoreResult<Option<Log>> {
         let Some(path) = self.find(key)? else {
             return Ok(None);
         };
-        let bytes = fs::read(&path).map_err(|e| io("cannot read session log", &path, e))?;
+        // The writer reads through the handle it keeps, so what it read is
+        // the file it writes (a read-only file is read; a write fails later).
+        let writable = durable
+            .then(|| OpenOptions::new().read(true).write(true).open(&path))
+            .and_then(Result::ok);
+        let mut file = match writable {
+            Some(f) => f,
+            None => File::open(&path).map_err(|e| io("cannot open session log", &path, e))?,
+        };
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| io("cannot read session log", &path, e))?;
         let mut len = bytes.len() as u64;
         let (repaired, committed, _) = repair_vec(bytes, Some(&key.id))?;
-        let mut file = None;
-        if repaired.needs_write() {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| io("cannot open session log", &path, e))?;
-            len = write_repair(&f, committed, &repaired)
-                .map_err(|e| io("cannot repair session log", &path, e))?;
-            file = Some(f);
+        if durable {
+            if repaired.needs_write() {
+                check_still_the_log(&file, &path, len, &key.id)?;
+                len = write_repair(&file, committed, &repaired)
+                    .map_err(|e| io("cannot repair session log", &path, e))?;
+            }
+            // A first append killed after publishing its log leaves its
+            // temporary file; the lease says no one is writing it now.
+            if let Some(dir) = path.parent() {
+                let _ = fs::remove_file(dir.join(format!("{}.jsonl.tmp", stem(&key.file))));
+            }
         }
         *handle = JsonlHandle {
             path: Some(path),
-            file,
+            identity: file.metadata().ok().as_ref().and_then(identity),
+            file: None,
             len,
         };
         Ok(Some(repaired.log))
@@ -404,8 +563,14 @@ impl Backend for JsonlBackend {
         let path = self.locate(cwd_of(header), &key.file)?;
         let dir = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&dir)?;
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!("{}.jsonl.{}.{n}.tmp", key.file, std::process::id()));
+        // One temporary name per session: the writer holds the session's
+        // lease, so one left here is a killed first append's; remove it.
+        let tmp = dir.join(format!("{}.jsonl.tmp", stem(&key.file)));
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io("cannot remove stale temporary file", &tmp, e)),
+        }
         let mut head = header.line();
         head.push('\n');
         let file = OpenOptions::new()
@@ -429,6 +594,7 @@ impl Backend for JsonlBackend {
         sync_dir(&dir)?;
         *handle = JsonlHandle {
             path: Some(path),
+            identity: file.metadata().ok().as_ref().and_then(identity),
             file: Some(file),
             len: (head.len() + batch.lines.len()) as u64,
         };
@@ -441,16 +607,26 @@ impl Backend for JsonlBackend {
             None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
         };
         if handle.file.is_none() {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .map_err(|e| io("cannot open session log", &path, e))?;
+            let f = match OpenOptions::new().write(true).open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
+                    return Err(replaced(&path, &key.id, REMOVED))
+                }
+                Err(e) => return Err(io("cannot open session log", &path, e)),
+            };
+            // The file at the path must be the one the store read.
+            let opened = f.metadata().ok().as_ref().and_then(identity);
+            if handle.identity.is_some() && opened != handle.identity {
+                return Err(replaced(&path, &key.id, REPLACED));
+            }
+            handle.identity = opened;
             handle.file = Some(f);
             handle.path = Some(path.clone());
         }
         let Some(file) = handle.file.as_ref() else {
             return Err(super::not_found(&key.id));
         };
+        check_still_the_log(file, &path, handle.len, &key.id)?;
         let result =
             write_all_at(file, batch.lines.as_bytes(), handle.len).and_then(|()| file.sync_data());
         match result {
@@ -485,8 +661,19 @@ impl Backend for JsonlBackend {
                 }) else {
                     continue;
                 };
+                // A hashed name is listed under the encoded id it hashes
+                // (the JS side then checks the id encodes to it).
+                let file = if stem.len() > LITERAL_MAX || stem.starts_with("~~") {
+                    let encoded = encode_id(header.id());
+                    if self::stem(&encoded) != stem && encoded != stem {
+                        continue;
+                    }
+                    encoded
+                } else {
+                    stem.to_string()
+                };
                 out.push(Listed {
-                    file: Some(stem.to_string()),
+                    file: Some(file),
                     header,
                 });
             }
@@ -508,6 +695,35 @@ mod tests {
         assert!(name.starts_with("cwd-") && name.len() == 16);
         assert!(is_bucket(&name));
         assert_eq!(bucket_name(None), "_no-cwd");
+    }
+
+    #[test]
+    fn long_encoded_ids_name_their_files_by_hash() {
+        assert_eq!(encode_id("a/b~é😀"), "a~002Fb~007E~00E9~D83D~DE00");
+        assert_eq!(
+            (encode_id("."), encode_id("..")),
+            ("~002E".into(), "~002E~002E".into())
+        );
+        let literal = "a".repeat(LITERAL_MAX);
+        assert_eq!(stem(&literal), literal.as_str());
+        let long = "a".repeat(LITERAL_MAX + 1);
+        let hashed = stem(&long);
+        assert!(hashed.starts_with("~~") && hashed.len() == 66);
+        assert!(check_file_name(&hashed).is_ok());
+        assert_ne!(stem(&"b".repeat(LITERAL_MAX + 1)), hashed);
+        // The CLI finds the same lock file for a log as the store does.
+        let root = Path::new("/r");
+        let log = root.join("_no-cwd").join(format!("{hashed}.jsonl"));
+        assert_eq!(
+            lease_path_of_log(&log),
+            Some(root.join(LOCKS_DIR).join(format!("{hashed}.lock")))
+        );
+        let literal_log = root.join("cwd-0123456789ab").join(format!("{long}.jsonl"));
+        assert_eq!(
+            lease_path_of_log(&literal_log),
+            Some(root.join(LOCKS_DIR).join(format!("{hashed}.lock")))
+        );
+        assert_eq!(lease_path_of_log(Path::new("/tmp/x.jsonl")), None);
     }
 
     #[test]

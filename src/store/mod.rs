@@ -5,6 +5,7 @@
 //! blocks on I/O: the binding runs them on the libuv thread pool.
 
 pub mod jsonl;
+pub mod lease;
 pub mod load;
 pub mod postgres;
 pub mod sqlite;
@@ -14,9 +15,12 @@ use crate::event::{legacy_of, read_event, Kind, ReadError};
 use crate::json::canonical_eq;
 use crate::log::Log;
 use crate::session_header::SessionHeader;
+use crate::surface::{Candidate, Surface};
+use lease::{Lease, Refused};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -98,9 +102,14 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Whether a log is stored for `key`.
     fn exists(&self, key: &Key) -> CoreResult<bool>;
-    /// Read the stored log, repair it (SPEC 11) and make the repair durable;
-    /// `None` when nothing is stored. A failed load changes nothing.
-    fn load(&self, key: &Key, handle: &mut Self::Handle) -> CoreResult<Option<Log>>;
+    /// The lock file of the session's write lease; `None` when no other
+    /// store can reach the session (an in-memory database).
+    fn lease_path(&self, key: &Key) -> Option<PathBuf>;
+    /// Read the stored log and repair it (SPEC 11); with `durable` (the
+    /// caller holds the session's lease) make the repair durable, else
+    /// write nothing. `None` when nothing is stored. A failed load changes
+    /// nothing.
+    fn load(&self, key: &Key, handle: &mut Self::Handle, durable: bool) -> CoreResult<Option<Log>>;
     /// Create the log with its header and first batch, atomically and durably;
     /// never overwrites a stored log.
     fn create_log(
@@ -116,6 +125,13 @@ pub trait Backend: Send + Sync + 'static {
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
     fn close(&self);
+    /// Whether the load into `handle` left the session to another writer:
+    /// a backend that keeps its own lease (PostgreSQL's lease row, with no
+    /// lock file) read it as a reader, writing nothing. The store reads it
+    /// again before it writes, as after a load without the file lease.
+    fn reader_view(&self, _handle: &Self::Handle) -> bool {
+        false
+    }
 }
 
 /// What the store knows about one session.
@@ -128,6 +144,16 @@ struct Tracked<H> {
     /// The text of the last stored event.
     last_text: Option<Box<str>>,
     handle: H,
+    /// The session's write lease, once this store has taken it.
+    lease: Option<Lease>,
+    /// Whether the fields above were read under the lease (or need none):
+    /// only then do they say what storage holds. A load without the lease
+    /// holds the repair in memory, and another writer may have written since.
+    authoritative: bool,
+    /// The stored session's surface, to check `append` batches against
+    /// (SPEC 5); `None` after a flush (the session checked those events),
+    /// rebuilt by a load when an append needs it.
+    surface: Option<Surface>,
 }
 
 impl<H: Default> Tracked<H> {
@@ -139,6 +165,9 @@ impl<H: Default> Tracked<H> {
             next_seq: 0,
             last_text: None,
             handle: H::default(),
+            lease: None,
+            authoritative: false,
+            surface: Some(Surface::new()),
         }
     }
 }
@@ -149,7 +178,11 @@ type Slot<H> = Arc<Mutex<Option<Tracked<H>>>>;
 pub trait SessionStore: Send + Sync {
     fn create(&self, key: &Key, header: SessionHeader) -> CoreResult<()>;
     fn append(&self, key: &Key, batch_json: &str) -> CoreResult<()>;
-    fn load(&self, key: &Key) -> CoreResult<Log>;
+    /// Repair-load a stored session. It takes the session's write lease
+    /// when it is free (and keeps it until `close`), making the repair
+    /// durable; without it (another store holds it) the repair stays in
+    /// memory, unless `writer` asks for the lease (`SESSION_IN_USE`).
+    fn load(&self, key: &Key, writer: bool) -> CoreResult<Log>;
     /// The seq the next write for `id` starts at, when the store tracks it.
     fn cursor(&self, id: &str) -> Option<u64>;
     fn flush(&self, key: &Key, staged: Staged) -> CoreResult<u32>;
@@ -333,16 +366,48 @@ impl<B: Backend> Store<B> {
             .clone()
     }
 
+    /// Take the session's write lease, or say who holds it
+    /// (`SESSION_IN_USE`); `None` when the session needs none.
+    fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
+        match self.backend.lease_path(key) {
+            None => Ok(None),
+            Some(path) => lease::acquire(&path, &lease::subject(&key.id))
+                .map(Some)
+                .map_err(Refused::into_error),
+        }
+    }
+
     /// Load the stored log into `slot` (adopting it), or `None` when absent.
+    /// The load holds `lease`, else the one the slot holds, else the
+    /// session's lease when it is free; with it the repair is made durable,
+    /// without it (another store writes the session) the repair stays in
+    /// memory and nothing is written. A failed load leaves the slot as it was.
     fn load_into(
         &self,
         key: &Key,
         slot: &mut Option<Tracked<B::Handle>>,
+        lease: Option<Lease>,
     ) -> CoreResult<Option<Log>> {
-        let mut handle = B::Handle::default();
-        let Some(log) = self.backend.load(key, &mut handle)? else {
-            return Ok(None);
+        let lease = match lease.or_else(|| slot.as_mut().and_then(|t| t.lease.take())) {
+            Some(held) => Some(held),
+            // No lock file for a session that is not stored.
+            None if !self.backend.exists(key)? => return Ok(None),
+            // A reader reads without it (held elsewhere, or a directory
+            // this process cannot write).
+            None => self.take_lease(key).unwrap_or_default(),
         };
+        let durable = lease.is_some() || self.backend.lease_path(key).is_none();
+        let mut handle = B::Handle::default();
+        let log = match self.backend.load(key, &mut handle, durable) {
+            Ok(Some(log)) => log,
+            other => {
+                if let Some(t) = slot.as_mut() {
+                    t.lease = t.lease.take().or(lease);
+                }
+                return other;
+            }
+        };
+        let durable = durable && !self.backend.reader_view(&handle);
         *slot = Some(Tracked {
             header: log.header().clone(),
             materialized: true,
@@ -353,8 +418,37 @@ impl<B: Backend> Store<B> {
                 .and_then(|i| log.text(i))
                 .map(Into::into),
             handle,
+            lease,
+            authoritative: durable,
+            surface: Some(log.surface().clone()),
         });
         Ok(Some(log))
+    }
+
+    /// Make this store the session's writer before it writes: take the
+    /// lease (`SESSION_IN_USE` when another store holds it) and, when what
+    /// the store knows was read without it, read the log again under it
+    /// (which makes a pending repair durable).
+    fn become_writer(&self, key: &Key, slot: &mut Option<Tracked<B::Handle>>) -> CoreResult<()> {
+        let Some(t) = slot.as_mut() else {
+            return Ok(());
+        };
+        if t.lease.is_none() {
+            t.lease = self.take_lease(key)?;
+        }
+        if t.authoritative {
+            return Ok(());
+        }
+        if !t.materialized {
+            // Nothing stored yet: the first write never overwrites a log.
+            t.authoritative = true;
+            return Ok(());
+        }
+        if self.load_into(key, slot, None)?.is_none() {
+            *slot = None;
+            return Err(not_found(&key.id));
+        }
+        Ok(())
     }
 
     /// Write `batch` durably and advance the cursor.
@@ -374,6 +468,40 @@ impl<B: Backend> Store<B> {
         t.last_text = batch.last_text().map(Into::into);
         Ok(())
     }
+}
+
+/// The surface after `batch` is applied to `surface`, or the SPEC 5 rule the
+/// batch breaks (what a load of the stored log would then reject).
+fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surface> {
+    let mut next = surface.clone();
+    for (index, text) in batch.texts().enumerate() {
+        let e = match read_event(text, index) {
+            Ok(e) => e,
+            // `parse_batch` read every event already.
+            Err(_) => continue,
+        };
+        let parse = |raw: Option<&str>| raw.map(|r| serde_json::from_str::<Value>(r).ok());
+        let (op, sources) = (parse(e.surface_op), parse(e.source_event_seqs));
+        let plan = next
+            .plan(&Candidate {
+                ty: &e.ty,
+                kind: e.kind,
+                seq: e.seq,
+                surface_op: op.as_ref().map(|v| v.as_ref().unwrap_or(&Value::Null)),
+                source_event_seqs: sources.as_ref().map(|v| v.as_ref().unwrap_or(&Value::Null)),
+            })
+            .map_err(|err| {
+                err.map_message(|m| {
+                    format!(
+                        "invalid append batch for session {}: event at index {index} (seq {}): {m}",
+                        crate::json::quote(id),
+                        e.seq
+                    )
+                })
+            })?;
+        next.apply(&plan);
+    }
+    Ok(next)
 }
 
 impl<B: Backend> SessionStore for Store<B> {
@@ -403,26 +531,43 @@ impl<B: Backend> SessionStore for Store<B> {
         }
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
-        if slot.is_none() && self.load_into(key, &mut slot)?.is_none() {
-            return Err(not_found(&key.id));
+        if slot.is_none() {
+            let lease = self.take_lease(key)?;
+            if self.load_into(key, &mut slot, lease)?.is_none() {
+                return Err(not_found(&key.id));
+            }
+        }
+        self.become_writer(key, &mut slot)?;
+        if slot.as_ref().is_some_and(|t| t.surface.is_none()) {
+            // After a flush: the stored surface, read back under the lease.
+            self.load_into(key, &mut slot, None)?
+                .ok_or_else(|| not_found(&key.id))?;
         }
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
         check_contiguous(&key.id, t.next_seq, &seqs)?;
-        self.write(key, t, &batch)
+        let surface = match &t.surface {
+            Some(s) => check_surface(&key.id, s, &batch)?,
+            None => return Err(not_found(&key.id)),
+        };
+        self.write(key, t, &batch)?;
+        t.surface = Some(surface);
+        Ok(())
     }
 
-    fn load(&self, key: &Key) -> CoreResult<Log> {
+    fn load(&self, key: &Key, writer: bool) -> CoreResult<Log> {
         self.check_open()?;
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
-        let mut fresh = None;
-        let log = self
-            .load_into(key, &mut fresh)?
-            .ok_or_else(|| not_found(&key.id))?;
-        *slot = fresh;
-        Ok(log)
+        let held = slot.as_ref().is_some_and(|t| t.lease.is_some());
+        let lease = if writer && !held {
+            self.take_lease(key)?
+        } else {
+            None
+        };
+        self.load_into(key, &mut slot, lease)?
+            .ok_or_else(|| not_found(&key.id))
     }
 
     fn cursor(&self, id: &str) -> Option<u64> {
@@ -441,9 +586,15 @@ impl<B: Backend> SessionStore for Store<B> {
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
         // Neither created nor loaded here: adopt the stored log, else start one.
-        if slot.is_none() && self.load_into(key, &mut slot)?.is_none() {
-            *slot = Some(Tracked::intent(header.clone()));
+        if slot.is_none() {
+            let lease = self.take_lease(key)?;
+            if self.load_into(key, &mut slot, lease)?.is_none() {
+                let mut t = Tracked::intent(header.clone());
+                t.lease = self.take_lease(key)?;
+                *slot = Some(t);
+            }
         }
+        self.become_writer(key, &mut slot)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
@@ -473,6 +624,11 @@ impl<B: Backend> SessionStore for Store<B> {
         }
         let rest = batch.skip(skip);
         let written = rest.count;
+        if written > 0 {
+            // The session checked these events; an append reads the stored
+            // surface back when it needs it.
+            t.surface = None;
+        }
         self.write(key, t, &rest)?;
         Ok(written as u32)
     }

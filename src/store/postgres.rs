@@ -150,6 +150,18 @@ fn quoted(id: &str) -> String {
     crate::json::quote(id)
 }
 
+/// PostgreSQL text never holds U+0000: such an id is refused (the JSONL
+/// and SQLite stores hold it; event texts escape it, so only ids matter).
+fn check_id(id: &str) -> CoreResult<()> {
+    if id.contains('\0') {
+        return Err(CoreError::InvalidArgument(format!(
+            "session id {} contains U+0000, which PostgreSQL text cannot hold",
+            quoted(id)
+        )));
+    }
+    Ok(())
+}
+
 /// Who holds a lease, as a refusal names it.
 struct Holder {
     host: String,
@@ -746,11 +758,24 @@ impl Backend for PostgresBackend {
     type Handle = PgHandle;
 
     fn exists(&self, key: &Key) -> CoreResult<bool> {
+        check_id(&key.id)?;
         self.tx_then(|tx| Ok(self.header(tx, &key.id)?.is_some()), false)
     }
 
-    fn load(&self, key: &Key, handle: &mut PgHandle) -> CoreResult<Option<Log>> {
+    /// Sessions are fenced by the lease row (see the module), not a lock file.
+    fn lease_path(&self, _key: &Key) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    fn reader_view(&self, handle: &PgHandle) -> bool {
+        handle.epoch.is_none()
+    }
+
+    /// `durable` is always true here (no lock file): whether the repair is
+    /// made durable depends on the lease row this load takes, or not.
+    fn load(&self, key: &Key, handle: &mut PgHandle, _durable: bool) -> CoreResult<Option<Log>> {
         let id = key.id.as_str();
+        check_id(&key.id)?;
         // As the writer when the lease is free: the repair is made durable.
         let taken = self.tx(|tx| {
             if self.header(tx, id)?.is_none() {
@@ -803,6 +828,7 @@ impl Backend for PostgresBackend {
         handle: &mut PgHandle,
     ) -> CoreResult<()> {
         let id = key.id.as_str();
+        check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
         let int = |k: &str| header.get(k).and_then(Value::as_i64);
         let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
@@ -840,6 +866,7 @@ impl Backend for PostgresBackend {
 
     fn append(&self, key: &Key, batch: &Batch, handle: &mut PgHandle) -> CoreResult<()> {
         let id = key.id.as_str();
+        check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
         let epoch = self.tx(|tx| {
             let epoch = self.fence(tx, id, handle, batch.first_seq)?;

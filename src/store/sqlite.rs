@@ -586,6 +586,59 @@ const EVENT_ROWS_BEFORE: &str = "SELECT seq, type, time, data, source_event_seqs
 const EVENT_ROWS_FROM: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op \
      FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq";
 
+/// Refuse a row whose columns have a type the schema does not give them (a
+/// table made by hand without STRICT can hold a REAL or TEXT `seq`): that is
+/// not a torn write a repair may drop, but a database this store did not
+/// write. `index` is the row's 0-based position in seq order.
+fn check_column_types(
+    row: &rusqlite::Row<'_>,
+    id: &str,
+    index: usize,
+) -> Result<(), Result<CoreError, rusqlite::Error>> {
+    use rusqlite::types::Type;
+    let expected = [
+        ("seq", Type::Integer, false),
+        ("type", Type::Text, false),
+        ("time", Type::Integer, false),
+        ("data", Type::Text, false),
+        ("source_event_seqs", Type::Text, true),
+        ("surface_op", Type::Text, true),
+    ];
+    for (i, (name, ty, nullable)) in expected.into_iter().enumerate() {
+        let v = row.get_ref(i).map_err(Err)?;
+        let actual = v.data_type();
+        if actual == ty || (nullable && actual == Type::Null) {
+            continue;
+        }
+        let shown = match v {
+            ValueRef::Integer(n) => format!(" ({n})"),
+            ValueRef::Real(f) => format!(" ({f:?})"),
+            _ => String::new(),
+        };
+        let class = match actual {
+            Type::Null => "NULL",
+            Type::Integer => "INTEGER",
+            Type::Real => "REAL",
+            Type::Text => "TEXT",
+            Type::Blob => "BLOB",
+        };
+        return Err(Ok(CoreError::CorruptLog(format!(
+            "corrupt session log: row {} of session {} has a {class} {name} column{shown}; \
+             the events table holds {} there",
+            index + 1,
+            crate::json::quote(id),
+            if nullable {
+                "TEXT or NULL"
+            } else if ty == Type::Integer {
+                "INTEGER"
+            } else {
+                "TEXT"
+            }
+        ))));
+    }
+    Ok(())
+}
+
 /// `read_session` for a database with a row that cannot be read as it is:
 /// each row becomes an event text or a damaged record, and the log is
 /// repaired around them.
@@ -601,6 +654,10 @@ fn read_rows(
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
     while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+        check_column_types(row, id, records.len()).map_err(|e| match e {
+            Ok(corrupt) => corrupt,
+            Err(e) => sql_err(path, e),
+        })?;
         records.push(row_text(row).map_err(|e| sql_err(path, e))?);
     }
     let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
@@ -778,8 +835,26 @@ impl Backend for SqliteBackend {
         self.with(|conn| Ok(header_row(conn, &self.path, &key.id)?.is_some()))
     }
 
-    fn load(&self, key: &Key, _handle: &mut ()) -> CoreResult<Option<Log>> {
+    /// `<database>.locks/<sha256(id) hex>.lock`; none for `:memory:`.
+    fn lease_path(&self, key: &Key) -> Option<std::path::PathBuf> {
+        if self.path == ":memory:" {
+            return None;
+        }
+        let dir = std::path::PathBuf::from(format!("{}.locks", self.path));
+        Some(dir.join(super::lease::hashed_name(&key.id)))
+    }
+
+    fn load(&self, key: &Key, _handle: &mut (), durable: bool) -> CoreResult<Option<Log>> {
         let id = key.id.as_str();
+        if !durable {
+            // A reader: one consistent snapshot, the repair in memory only.
+            return self.with(|conn| {
+                let tx = conn.transaction().map_err(|e| self.err(e))?;
+                let read = read_session(&tx, &self.path, id);
+                drop(tx);
+                Ok(read?.map(|(repaired, _)| repaired.log))
+            });
+        }
         // The map is on for this load alone: no other operation takes the
         // connection between.
         self.with(|conn| {
@@ -997,7 +1072,7 @@ mod tests {
         })
         .unwrap();
         b.append(&key, &batch(1, 80), &mut ()).unwrap();
-        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        let log = b.load(&key, &mut (), true).unwrap().unwrap();
         assert_eq!(log.len(), 80);
         assert_eq!(log.text(79), Some(lines(79, 80).trim_end()));
     }
@@ -1027,7 +1102,7 @@ mod tests {
         };
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
-        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        let log = b.load(&key, &mut (), true).unwrap().unwrap();
         let slow = b
             .with(|c| {
                 let header = header_of("long", header_row(c, &path, "long")?.unwrap())?;
@@ -1055,7 +1130,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(mmap(&b), LOAD_MMAP_BYTES as i64);
-        b.load(&key, &mut ()).unwrap().unwrap();
+        b.load(&key, &mut (), true).unwrap().unwrap();
         assert_eq!(mmap(&b), 0);
         // A torn last row (in the half the second connection reads) is
         // dropped by the repair, durably, as on one connection.
@@ -1067,7 +1142,10 @@ mod tests {
             .map_err(|e| b.err(e))
         })
         .unwrap();
-        assert_eq!(b.load(&key, &mut ()).unwrap().unwrap().len(), n as usize);
+        assert_eq!(
+            b.load(&key, &mut (), true).unwrap().unwrap().len(),
+            n as usize
+        );
         let rows: i64 = b
             .with(|c| {
                 c.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
@@ -1136,11 +1214,45 @@ mod tests {
         let (_, preserved, torn) =
             both_reads(&[start.clone(), user(1, broken, Some("\"append\""))]).unwrap();
         assert!(preserved == 1 && torn);
-        // A column of the wrong type.
+        // A column of a type the schema does not give it is corruption,
+        // named by its row, never a torn record to drop.
         let mut r = user(1, content, Some("\"append\""));
         r[3] = SqlValue::Blob(content.as_bytes().to_vec());
-        let (_, preserved, torn) = both_reads(&[start, r]).unwrap();
-        assert!(preserved == 1 && torn);
+        assert_eq!(
+            both_reads(&[start.clone(), r]).unwrap_err(),
+            "corrupt session log: row 2 of session \"s\" has a BLOB data column; the events table holds TEXT there"
+        );
+    }
+
+    #[test]
+    fn a_real_or_text_seq_or_time_is_corruption_wherever_it_is() {
+        // (An INTEGER column of a table without STRICT keeps 1.0 or "1" as
+        // the integer 1; 1.5 and "soon" keep their own types.)
+        let start = |seq: SqlValue, time: SqlValue| {
+            [
+                seq,
+                SqlValue::Text("turn/start".into()),
+                time,
+                SqlValue::Text(
+                    r#"{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}"#.into(),
+                ),
+                SqlValue::Null,
+                SqlValue::Null,
+            ]
+        };
+        let int = SqlValue::Integer;
+        assert_eq!(
+            both_reads(&[start(int(0), int(1)), start(SqlValue::Real(1.5), int(1))]).unwrap_err(),
+            "corrupt session log: row 2 of session \"s\" has a REAL seq column (1.5); the events table holds INTEGER there"
+        );
+        assert_eq!(
+            both_reads(&[start(int(0), SqlValue::Real(1.5))]).unwrap_err(),
+            "corrupt session log: row 1 of session \"s\" has a REAL time column (1.5); the events table holds INTEGER there"
+        );
+        assert_eq!(
+            both_reads(&[start(int(0), SqlValue::Text("soon".into()))]).unwrap_err(),
+            "corrupt session log: row 1 of session \"s\" has a TEXT time column; the events table holds INTEGER there"
+        );
     }
 
     #[test]
@@ -1154,10 +1266,10 @@ mod tests {
         };
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
-        let log = b.load(&key, &mut ()).unwrap().unwrap();
+        let log = b.load(&key, &mut (), true).unwrap().unwrap();
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
-        assert_eq!(b.load(&key, &mut ()).unwrap().unwrap().len(), 2);
+        assert_eq!(b.load(&key, &mut (), true).unwrap().unwrap().len(), 2);
         assert_eq!(b.list().unwrap()[0].header.id(), key.id);
         let version: i64 = b
             .with(|c| {

@@ -8,14 +8,14 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { cli } from './cli-helpers.js'
 import { type Holder, spawnHolder } from './fixtures-crash/holder.js'
-import { interruptedTurnClosers, asEvents, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
+import { interruptedTurnClosers, asEvents, pgDump, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
 
 const cleanup: (() => Promise<void> | void)[] = []
 afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f()
 })
 
-async function heldSession(kind: 'jsonl' | 'sqlite', label: string): Promise<{ dir: string; h: Holder }> {
+async function heldSession(kind: 'jsonl' | 'sqlite' | 'postgres', label: string): Promise<{ dir: string; h: Holder }> {
   const dir = tempDir(label)
   cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
   const h = await spawnHolder(kind, dir, 'live')
@@ -35,7 +35,9 @@ function storeIn(make: (dir: string) => SessionStore, dir: string): SessionStore
 }
 
 /** What a reader must leave alone: the log's bytes and mtime, or the session's rows. */
-function snapshot(kind: 'jsonl' | 'sqlite', dir: string): unknown {
+function snapshot(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string): unknown {
+  // PostgreSQL: the session's rows and its lease row (a reader takes no lease).
+  if (kind === 'postgres') return pgDump(dir, 'live')
   if (kind === 'jsonl') {
     const file = path.join(dir, '_no-cwd', 'live.jsonl')
     return { bytes: fs.readFileSync(file, 'latin1'), mtime: fs.statSync(file).mtimeMs }
@@ -43,7 +45,7 @@ function snapshot(kind: 'jsonl' | 'sqlite', dir: string): unknown {
   return sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 'live' })
 }
 
-const ADDRESS = {
+const ADDRESS: Record<string, (dir: string) => string> = {
   jsonl: (dir: string) => path.join(dir, '_no-cwd', 'live.jsonl'),
   sqlite: (dir: string) => `sqlite:${path.join(dir, 'sessions.db')}#live`,
 }
@@ -68,7 +70,8 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    it('the CLI inspect and check of a live session write nothing; repair refuses with the session in use', async () => {
+    // The CLI does not address PostgreSQL sessions yet (issue 13, not done).
+    it.skipIf(kind === 'postgres')('the CLI inspect and check of a live session write nothing; repair refuses with the session in use', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-reader`)
       const before = snapshot(kind, dir)
       const address = ADDRESS[kind](dir)
@@ -91,7 +94,8 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    it('repair makes the repair durable once the holder is killed', async () => {
+    // The CLI does not address PostgreSQL sessions yet (issue 13, not done).
+    it.skipIf(kind === 'postgres')('repair makes the repair durable once the holder is killed', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-repair-dead`)
       await h.kill()
       const address = ADDRESS[kind](dir)

@@ -1,7 +1,6 @@
 // Shared builders for the store tests (not a test file itself).
 
 import { execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
@@ -25,10 +24,12 @@ export type PostgresSessionStore = import('../../lib/stores.js').PostgresSession
 export const PG_URL = process.env.DSH_TEST_PG_URL
 export const PG_SKIP = 'PostgreSQL store tests skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)'
 
-/** A schema of its own for each test directory (identifiers stop at 63 bytes). */
-export function pgSchema(dir: string): string {
-  return `t_${createHash('sha256').update(dir).digest('hex').slice(0, 20)}`
+const pg = nodeRequire('./pg.cjs') as {
+  pgSchema: (dir: string) => string
+  pgStore: (dir: string, options?: Record<string, unknown>) => SessionStore
 }
+/** A schema of its own for each test directory, and the store there. */
+export const { pgSchema, pgStore } = pg
 export type { SessionStore }
 
 /** A raw event record (one definition for every test helper). */
@@ -47,7 +48,7 @@ export const STORES = [
   // One schema per test directory; absent when no server is configured.
   ...(PG_URL === undefined
     ? []
-    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => new PostgresSessionStore({ connectionString: PG_URL, schema: pgSchema(dir) }) }]),
+    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => pgStore(dir) }]),
 ]
 if (PG_URL === undefined) console.warn(PG_SKIP)
 export type StoreKind = (typeof STORES)[number]['kind']
@@ -98,3 +99,21 @@ export async function rejection(promise: Promise<unknown>): Promise<{ code: stri
   }
   throw new Error('expected a rejection')
 }
+
+/** The rows `sql` selects, through the plain PostgreSQL client (`psql`), as JSON objects. */
+export function psqlRows(sql: string): any[] {
+  const out = execFileSync('psql', [PG_URL ?? '', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) r`], { encoding: 'utf8' })
+  return JSON.parse(out)
+}
+
+/** A session as the PostgreSQL store of `dir` holds it, read with `psql`: its row, its events' rows, its lease row. */
+export function pgDump(dir: string, id: string): { session: unknown; rows: any[]; lease: unknown } {
+  const s = pgSchema(dir)
+  const lit = `'${id.replaceAll("'", "''")}'`
+  return {
+    session: psqlRows(`SELECT * FROM ${s}.sessions WHERE id = ${lit}`)[0],
+    rows: psqlRows(`SELECT * FROM ${s}.events WHERE session_id = ${lit} ORDER BY seq`),
+    lease: psqlRows(`SELECT * FROM ${s}.leases WHERE session_id = ${lit}`)[0],
+  }
+}
+

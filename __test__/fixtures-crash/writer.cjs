@@ -3,7 +3,7 @@
 // turn, forever, printing `ACK <events JSON>` once each batch is durable.
 // The parent kills it with SIGKILL at random moments.
 //
-//   node writer.cjs <jsonl|sqlite> <dir> <id> <append|flush> <seed>
+//   node writer.cjs <jsonl|sqlite|postgres> <dir> <id> <append|flush> <seed>
 
 const path = require('node:path')
 const { Session } = require('../../index.js')
@@ -23,7 +23,9 @@ function random() {
 // The same locations as STORES in stores.ts.
 const store = kind === 'jsonl'
   ? new JsonlSessionStore({ root: dir })
-  : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+  : kind === 'postgres'
+    ? require('./pg.cjs').pgStore(dir)
+    : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
 const say = (line) => process.stdout.write(`${line}\n`)
 
 async function main() {

@@ -125,12 +125,14 @@ pub trait Backend: Send + Sync + 'static {
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
     fn close(&self);
-    /// Whether the load into `handle` left the session to another writer:
-    /// a backend that keeps its own lease (PostgreSQL's lease row, with no
-    /// lock file) read it as a reader, writing nothing. The store reads it
-    /// again before it writes, as after a load without the file lease.
-    fn reader_view(&self, _handle: &Self::Handle) -> bool {
-        false
+    /// Why this store may not write the session it loaded into `handle`
+    /// (`SESSION_IN_USE`): a backend that keeps its own lease (PostgreSQL's
+    /// lease row, with no lock file) found another writer holding it and
+    /// read as a reader, writing nothing. The store reads it again before
+    /// it writes, as after a load without the file lease, and is refused
+    /// when that read is a reader's too.
+    fn refusal(&self, _handle: &Self::Handle) -> Option<CoreError> {
+        None
     }
 }
 
@@ -407,7 +409,7 @@ impl<B: Backend> Store<B> {
                 return other;
             }
         };
-        let durable = durable && !self.backend.reader_view(&handle);
+        let durable = durable && self.backend.refusal(&handle).is_none();
         *slot = Some(Tracked {
             header: log.header().clone(),
             materialized: true,
@@ -448,7 +450,10 @@ impl<B: Backend> Store<B> {
             *slot = None;
             return Err(not_found(&key.id));
         }
-        Ok(())
+        match slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
+            Some(refused) => Err(refused),
+            None => Ok(()),
+        }
     }
 
     /// Write `batch` durably and advance the cursor.

@@ -46,6 +46,9 @@ pub struct PgOptions {
 #[derive(Debug, Default)]
 pub struct PgHandle {
     epoch: Option<i64>,
+    /// Why the load that made this handle left the session to another
+    /// writer (`SESSION_IN_USE`), if it did.
+    refused: Option<CoreError>,
     /// The lease was taken over: this handle never writes again.
     lost: bool,
 }
@@ -767,8 +770,8 @@ impl Backend for PostgresBackend {
         None
     }
 
-    fn reader_view(&self, handle: &PgHandle) -> bool {
-        handle.epoch.is_none()
+    fn refusal(&self, handle: &PgHandle) -> Option<CoreError> {
+        handle.refused.clone()
     }
 
     /// `durable` is always true here (no lock file): whether the repair is
@@ -783,7 +786,7 @@ impl Backend for PostgresBackend {
             }
             let epoch = match self.acquire(tx, id) {
                 Ok(epoch) => epoch,
-                Err(CoreError::SessionInUse(_)) => return Ok(Some(None)),
+                Err(e @ CoreError::SessionInUse(_)) => return Ok(Some(Err(e))),
                 Err(e) => return Err(e),
             };
             let Some(repaired) = self.read(tx, id)? else {
@@ -800,21 +803,24 @@ impl Backend for PostgresBackend {
                 .map_err(|e| self.err(e))?;
             }
             self.insert_events(tx, id, &repaired.closers())?;
-            Ok(Some(Some((epoch, repaired.log))))
+            Ok(Some(Ok((epoch, repaired.log))))
         })?;
         match taken {
             None => Ok(None),
-            Some(Some((epoch, log))) => {
+            Some(Ok((epoch, log))) => {
                 *handle = PgHandle {
                     epoch: Some(epoch),
-                    lost: false,
+                    ..PgHandle::default()
                 };
                 Ok(Some(log))
             }
             // Another store writes it: the repair stays in memory, and
             // nothing is written (one statement reads a committed prefix).
-            Some(None) => {
-                *handle = PgHandle::default();
+            Some(Err(refused)) => {
+                *handle = PgHandle {
+                    refused: Some(refused),
+                    ..PgHandle::default()
+                };
                 self.tx_then(|tx| Ok(self.read(tx, id)?.map(|r| r.log)), false)
             }
         }
@@ -851,7 +857,12 @@ impl Backend for PostgresBackend {
                 )
                 .map_err(|e| self.err(e))?;
             if created == 0 {
-                return Err(persisted_collision(id));
+                // Stored already: by a writer that still holds it (two
+                // intents for one new id: the first to write won), or not.
+                return Err(match self.acquire(tx, id) {
+                    Err(e @ CoreError::SessionInUse(_)) => e,
+                    _ => persisted_collision(id),
+                });
             }
             let epoch = self.acquire(tx, id)?;
             self.insert_events(tx, id, &texts)?;
@@ -859,7 +870,7 @@ impl Backend for PostgresBackend {
         })?;
         *handle = PgHandle {
             epoch: Some(epoch),
-            lost: false,
+            ..PgHandle::default()
         };
         Ok(())
     }
@@ -874,6 +885,7 @@ impl Backend for PostgresBackend {
             Ok(epoch)
         })?;
         handle.epoch = Some(epoch);
+        handle.refused = None;
         Ok(())
     }
 

@@ -117,3 +117,14 @@ export function pgDump(dir: string, id: string): { session: unknown; rows: any[]
   }
 }
 
+/** Run SQL statements through `psql` (stops at the first error, which throws). */
+export function psqlExec(sql: string): void {
+  execFileSync('psql', [PG_URL ?? '', '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { input: sql, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] })
+}
+
+/** `text` as an SQL string literal (dollar-quoted: kept byte for byte). */
+export function sqlText(text: string): string {
+  if (text.includes('$dsh$')) throw new Error('sqlText: text contains the quote tag')
+  return `$dsh$${text}$dsh$`
+}
+

@@ -102,7 +102,7 @@ export async function rejection(promise: Promise<unknown>): Promise<{ code: stri
 
 /** The rows `sql` selects, through the plain PostgreSQL client (`psql`), as JSON objects. */
 export function psqlRows(sql: string): any[] {
-  const out = execFileSync('psql', [PG_URL ?? '', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) r`], { encoding: 'utf8' })
+  const out = execFileSync('psql', [PG_URL ?? '', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) r`], { encoding: 'utf8', maxBuffer: 1 << 28 })
   return JSON.parse(out)
 }
 

@@ -547,6 +547,9 @@ impl<B: Backend> SessionStore for Store<B> {
             // After a flush: the stored surface, read back under the lease.
             self.load_into(key, &mut slot, None)?
                 .ok_or_else(|| not_found(&key.id))?;
+            if let Some(refused) = slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
+                return Err(refused);
+            }
         }
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));

@@ -105,6 +105,9 @@ pub struct PostgresBackend {
     freed: Condvar,
     /// Whether the schema was created or checked.
     ready: Mutex<bool>,
+    /// Sessions whose lease this store lost: it never writes them again
+    /// (a later load reads them as a reader).
+    lost: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A quoted SQL identifier.
@@ -244,6 +247,7 @@ impl PostgresBackend {
             }),
             freed: Condvar::new(),
             ready: Mutex::new(false),
+            lost: Mutex::new(std::collections::HashSet::new()),
             options,
         })
     }
@@ -591,7 +595,8 @@ impl PostgresBackend {
         handle: &mut PgHandle,
         stored: u64,
     ) -> CoreResult<i64> {
-        if handle.lost {
+        if handle.lost || lock(&self.lost).contains(id) {
+            handle.lost = true;
             return Err(self.lost(tx, id, None));
         }
         let Some(epoch) = handle.epoch else {
@@ -634,6 +639,7 @@ impl PostgresBackend {
             return Ok(epoch);
         }
         handle.lost = true;
+        lock(&self.lost).insert(id.to_string());
         Err(self.lost(tx, id, Some(epoch)))
     }
 
@@ -645,7 +651,7 @@ impl PostgresBackend {
             .map_or_else(|| "no store".to_string(), |h| self.describe(&h));
         CoreError::LeaseLost(format!(
             "session {}: this store's write lease{} was taken over (now held by {now}); \
-             it can no longer write the session, and nothing was written",
+             this store never writes the session again (a new store can), and nothing was written",
             quoted(id),
             epoch.map_or_else(String::new, |e| format!(" (epoch {e})"))
         ))
@@ -783,6 +789,9 @@ impl Backend for PostgresBackend {
         let taken = self.tx(|tx| {
             if self.header(tx, id)?.is_none() {
                 return Ok(None);
+            }
+            if lock(&self.lost).contains(id) {
+                return Ok(Some(Err(self.lost(tx, id, None))));
             }
             let epoch = match self.acquire(tx, id) {
                 Ok(epoch) => epoch,

@@ -255,7 +255,7 @@ impl PostgresBackend {
     /// A PostgreSQL error as a `CoreError` naming the database.
     fn err(&self, e: postgres::Error) -> CoreError {
         if let Some(db) = e.as_db_error() {
-            if db.code() == &SqlState::QUERY_CANCELED {
+            if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE {
                 return CoreError::Pg(format!(
                     "{}: statement timed out after {} ms ({})",
                     self.name,

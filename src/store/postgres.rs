@@ -255,7 +255,8 @@ impl PostgresBackend {
     /// A PostgreSQL error as a `CoreError` naming the database.
     fn err(&self, e: postgres::Error) -> CoreError {
         if let Some(db) = e.as_db_error() {
-            if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE {
+            if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE
+            {
                 return CoreError::Pg(format!(
                     "{}: statement timed out after {} ms ({})",
                     self.name,
@@ -943,5 +944,97 @@ impl Backend for PostgresBackend {
         state.idle.clear();
         drop(state);
         self.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_and_nul_ids_refused() {
+        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(
+            check_id("a\0b").unwrap_err().to_string(),
+            "session id \"a\\u0000b\" contains U+0000, which PostgreSQL text cannot hold"
+        );
+        assert!(check_id("a/b é").is_ok());
+        assert!(schema_sql("\"s\"").contains("PRIMARY KEY (session_id, seq)"));
+    }
+
+    /// A backend on the test server (`DSH_TEST_PG_URL`, set by .ci/run) in
+    /// a schema of its own; `None` (the test is skipped) without one.
+    fn test_backend(label: &str) -> Option<PostgresBackend> {
+        let Ok(url) = std::env::var("DSH_TEST_PG_URL") else {
+            eprintln!(
+                "skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)"
+            );
+            return None;
+        };
+        let schema = format!("rust_{label}_{}", std::process::id());
+        let backend = PostgresBackend::new(PgOptions {
+            connection_string: url,
+            schema: schema.clone(),
+            pool_size: 2,
+            lease: Duration::from_secs(30),
+            statement_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        })
+        .unwrap();
+        backend
+            .execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", ident(&schema)))
+            .unwrap();
+        *lock(&backend.ready) = false;
+        Some(backend)
+    }
+
+    fn batch(from: u64, to: u64) -> Batch {
+        Batch {
+            first_seq: from,
+            count: (to - from) as usize,
+            lines: (from..to)
+                .map(|seq| format!("{{\"type\":\"x\",\"seq\":{seq},\"time\":1,\"data\":{{}}}}\n"))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_taken_seq_is_named_and_nothing_of_the_batch_is_stored() {
+        let Some(b) = test_backend("taken") else {
+            return;
+        };
+        let key = Key {
+            id: "m".into(),
+            file: String::new(),
+        };
+        let mut handle = PgHandle::default();
+        b.create_log(
+            &key,
+            &SessionHeader::minimal("m", 1.0),
+            &batch(0, 1),
+            &mut handle,
+        )
+        .unwrap();
+        // Another client took seq 35, inside the batch 1..80.
+        b.execute(&format!(
+            "INSERT INTO {}.events (session_id, seq, type, time, data) VALUES ('m', 35, 'x', 1, '{{}}')",
+            b.schema
+        ))
+        .unwrap();
+        let err = b.append(&key, &batch(1, 80), &mut handle).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "append seq mismatch for \"m\": the database already holds seq 35"
+        );
+        let count = b
+            .tx(|tx| {
+                let row = tx
+                    .query_one(&format!("SELECT count(*) FROM {}.events", b.schema), &[])
+                    .map_err(|e| b.err(e))?;
+                row.try_get::<_, i64>(0).map_err(|e| b.err(e))
+            })
+            .unwrap();
+        assert_eq!(count, 2);
+        b.close();
     }
 }

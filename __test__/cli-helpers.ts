@@ -10,7 +10,7 @@ import { expect, afterAll } from 'vitest'
 
 export const ROOT = path.resolve(__dirname, '..')
 export const BIN = path.join(ROOT, 'bin', 'dsh-session.js')
-export const FIXTURES = path.resolve(ROOT, '../shared/fixtures')
+export const FIXTURES = path.resolve(ROOT, 'test-data/fixtures')
 
 // The package as Node loads it (one module instance, shared with the stores).
 const nodeRequire = createRequire(__filename)
@@ -23,10 +23,10 @@ export interface Run {
   stderr: string
 }
 
-/** Run `dsh-session ...args`; never rejects (the exit code is in the result). */
-export function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
+/** Run `dsh-session ...args` (with `input` on its stdin); never rejects (the exit code is in the result). */
+export function cli(args: string[], options: { cwd?: string; env?: Record<string, string>; input?: string | Buffer } = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [BIN, ...args],
       { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env }, maxBuffer: 256 << 20 },
@@ -35,6 +35,7 @@ export function cli(args: string[], options: { cwd?: string; env?: Record<string
         resolve({ code, stdout, stderr })
       },
     )
+    child.stdin?.end(options.input ?? '')
   })
 }
 

@@ -15,6 +15,7 @@ const work = mkdtempSync(path.join(tmpdir(), 'dsh-install-'))
 const INSTALL_TIMEOUT = 240_000
 
 let tarball = ''
+let platformTarball = ''
 let files: string[] = []
 
 function project(name: string, pkg: Record<string, unknown> = {}): string {
@@ -97,10 +98,17 @@ const expectedRun = {
 }
 
 beforeAll(() => {
-  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', work, '--loglevel=error'], { cwd: root, encoding: 'utf8' })
-  const [packed] = JSON.parse(out) as [{ filename: string; files: { path: string }[] }]
-  tarball = path.join(work, packed.filename)
-  files = packed.files.map((f) => f.path)
+  // As a release packs it: the main package and this platform's binary package.
+  const packed = path.join(work, 'dist')
+  execFileSync(process.execPath, [path.join(root, 'scripts/package.mjs'), '--no-build', '--out', packed], { cwd: root, stdio: 'ignore' })
+  const tgz = readdirSync(packed).filter((f) => f.endsWith('.tgz'))
+  const main = tgz.find((f) => /^dsh-session-native-\d/.test(f))
+  const binary = tgz.find((f) => f !== main)
+  if (main === undefined || binary === undefined) throw new Error(`package.mjs wrote ${tgz.join(', ')}`)
+  tarball = path.join(packed, main)
+  platformTarball = path.join(packed, binary)
+  const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+  files = list.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''))
 }, INSTALL_TIMEOUT)
 
 afterAll(() => {
@@ -108,9 +116,9 @@ afterAll(() => {
 })
 
 describe('the packed package', () => {
-  it('holds both entries, the types and the built addon', () => {
+  it('holds both entries and the types; the addon comes in its platform package', () => {
     expect(files).toEqual(expect.arrayContaining(['index.js', 'index.mjs', 'index.d.ts', 'lib/service.js', 'lib/peers.js']))
-    expect(files.some((f) => /^dsh-session-native\..+\.node$/.test(f))).toBe(true)
+    expect(files.some((f) => f.endsWith('.node'))).toBe(false)
   })
 })
 
@@ -118,7 +126,7 @@ describe('installed with the published peers', () => {
   let dir = ''
   beforeAll(() => {
     dir = project('published')
-    install(dir, [tarball, '@deepseek-ai/dsh-scope@0.1.0-rc.8', '@deepseek-ai/cordis@4.0.4'])
+    install(dir, [tarball, platformTarball, '@deepseek-ai/dsh-scope@0.1.0-rc.8', '@deepseek-ai/cordis@4.0.4'])
   }, INSTALL_TIMEOUT)
 
   it('an ESM consumer plugs `import SessionStore, { Session }` into its Context', () => {
@@ -170,7 +178,7 @@ describe('installed without peers', () => {
   let dir = ''
   beforeAll(() => {
     dir = project('no-peers')
-    install(dir, [tarball])
+    install(dir, [tarball, platformTarball])
   }, INSTALL_TIMEOUT)
 
   it('require and import work; only constructing the service asks for the peers', () => {

@@ -316,3 +316,22 @@ function expectRejectedFork(p: Session, fn: () => unknown) {
   expect(error.message).not.toBe('')
   expect(stateOf(p)).toEqual(before)
 }
+
+describe('fromJsonl input forms', () => {
+  it('reads an ASCII string, a string with non-ASCII text and their Buffers as the same log', () => {
+    for (const t of ['plain ascii', 'café ✓ 𝄞 \u2028 end']) {
+      const s = new Session('forms')
+      s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } })
+      s.append('user/message', { content: [{ type: 'text', text: t }], source: { kind: 'user' } }, { surfaceOp: 'append' })
+      const jsonl = s.toJsonl()
+      const fromString = Session.fromJsonl(jsonl)
+      const fromBuffer = Session.fromJsonl(Buffer.from(jsonl, 'utf8'))
+      const fromBytes = Session.fromJsonl(new Uint8Array(Buffer.from(jsonl, 'utf8')))
+      for (const r of [fromString, fromBuffer, fromBytes]) {
+        expect(r.events).toEqual(s.events)
+        expect(r.deriveMessages()).toEqual(s.deriveMessages())
+        expect(r.toJsonl()).toBe(jsonl)
+      }
+    }
+  })
+})

@@ -239,3 +239,22 @@ describe('derived values share the frozen values of the events', () => {
     expect(s.requestHeader()).toEqual({ config: { provider: 'p', model: 'm2' } })
   })
 })
+
+describe('lone surrogates in the values the header fold and derivation read (issue 10)', () => {
+  it('the live header and messages keep them, and a reload, a seed and a store give the same', async () => {
+    const s = new Session('surrogates')
+    s.append('turn/start', { turn: 1, trigger: { kind: 'message', source: USER } })
+    s.append('request/header', { header: { config: { provider: 'p', model: 'm\ud800' } }, reason: 'initial' })
+    s.append('assistant/message', { turn: 1, step: 1, content: txt('x') as never, provenance: { provider: 'p\udc00', model: 'm' } }, {
+      surfaceOp: 'append',
+      sourceEventSeqs: [],
+    })
+    s.append('context/message', { content: txt('c') as never, source: { kind: 'k\ud800' } }, { surfaceOp: 'append' })
+    expect(s.requestHeader()).toEqual({ config: { provider: 'p', model: 'm\ud800' } })
+    const messages = s.deriveMessages()
+    expect(messages).toHaveLength(2)
+    expect((messages[0] as { provenance: unknown }).provenance).toEqual({ provider: 'p\udc00', model: 'm' })
+    expect(messages[1].content[0]).toEqual({ type: 'text', text: '<context source="k\\ud800">' })
+    expectEqualsFreshCopies(s)
+  })
+})

@@ -10,6 +10,7 @@ import {
 } from '../index.js'
 import {
   appendAny,
+  catchError,
   basicLog,
   ev,
   expectError,
@@ -304,5 +305,29 @@ describe('SPEC 7 legacy vocabulary', () => {
       'LEGACY_VOCABULARY',
     )
     expect(error.line).toBe(2)
+  })
+})
+
+describe('SPEC 7 header functions: arguments that are not headers', () => {
+  const call = (f: (...a: unknown[]) => unknown, ...args: unknown[]) => catchError(() => f(...args)) as Error & { code?: string }
+
+  it('headerEquals refuses non-objects with INVALID_ARGUMENT naming what it got', () => {
+    const e = call(headerEquals as never, null, undefined)
+    expect(e).toBeInstanceOf(TypeError)
+    expect(e.code).toBe('INVALID_ARGUMENT')
+    expect(e.message).toBe('headerEquals expects two request header objects, got null and undefined')
+    expect(call(headerEquals as never, { config: {} }, 'x').message).toBe('headerEquals expects two request header objects, got object and string')
+    expect(call(headerEquals as never, [], { config: {} }).message).toBe('headerEquals expects two request header objects, got an array and object')
+  })
+
+  it('canonicalHeader refuses a non-object with INVALID_ARGUMENT', () => {
+    const e = call(canonicalHeader as never, 7)
+    expect(e.code).toBe('INVALID_ARGUMENT')
+    expect(e.message).toBe('canonicalHeader expects a request header object, got number')
+  })
+
+  it('headerEquals of an object with itself is true without comparing', () => {
+    const h = { config: { provider: 'p', model: 'm' }, tools: [{ name: 't' }] }
+    expect(headerEquals(h as never, h as never)).toBe(true)
   })
 })

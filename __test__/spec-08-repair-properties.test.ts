@@ -16,7 +16,7 @@ import {
 } from '../index.js'
 
 // The shared workload generator: a tool-using agent's exact append sequence.
-const workload = path.resolve(__dirname, '../../shared/bench/workload.mjs')
+const workload = path.resolve(__dirname, '../test-data/bench/workload.mjs')
 type Op = { type: string; data: unknown; opts?: unknown }
 type Workload = {
   generateOps(n: number, p?: Record<string, unknown>): { ops: Op[] }

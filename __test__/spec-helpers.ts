@@ -5,8 +5,8 @@ import * as path from 'node:path'
 import { expect } from 'vitest'
 import { Session, type SessionEvent } from '../index.js'
 
-/** `/work/shared/fixtures`, located from this file. */
-export const FIXTURES = path.resolve(__dirname, '../../shared/fixtures')
+/** The conformance fixtures: the repository's copy of `../shared/fixtures` (`npm run refresh-shared`). */
+export const FIXTURES = path.resolve(__dirname, '../test-data/fixtures')
 
 export const USER = { kind: 'user' } as const
 export const PROV = { provider: 'deepseek', model: 'deepseek-chat' }

@@ -1,5 +1,6 @@
 // Session core benchmark: ratios measured side by side in one run, on the
-// shared 100k-event workload (../shared/bench/workload.mjs).
+// shared 100k-event workload (test-data/bench/workload.mjs, a copy of
+// ../shared/bench/workload.mjs).
 //
 //   node --expose-gc benchmark/bench.mjs [events=100000] [rounds=5]
 //
@@ -7,7 +8,6 @@
 import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import * as fs from 'node:fs'
-import { existsSync } from 'node:fs'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
@@ -37,8 +37,7 @@ if (process.argv[2] === '--memory') {
   process.exit(0)
 }
 
-const workloadPath = [path.resolve(here, '../../shared/bench/workload.mjs'), path.resolve(here, 'workload.mjs')]
-  .find((p) => existsSync(p))
+const workloadPath = path.resolve(here, '../test-data/bench/workload.mjs')
 const { generateOps, toEvents, cloneJson } = await import(workloadPath)
 
 const N = Number(process.argv[2] ?? 100_000)

@@ -23,7 +23,7 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const self = fileURLToPath(import.meta.url)
 const { Session } = require('../index.js')
 const { JsonlSessionStore, SqliteSessionStore } = require('../lib/stores.js')
-const { generateOps, toEvents } = await import(path.resolve(here, '../../shared/bench/workload.mjs'))
+const { generateOps, toEvents } = await import(path.resolve(here, '../test-data/bench/workload.mjs'))
 
 const PAUSES = process.argv[2] === '--pauses'
 const N = Number(PAUSES ? process.argv[4] : (process.argv[2] ?? 100_000))

@@ -2,11 +2,8 @@
 //! without building a tree for the payload.
 
 use crate::error::CoreError;
-use crate::json::{number_as_seq, TextDefect};
-use crate::scan::{data_field, scan_event};
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::Value;
+use crate::json::{seq_of_text, TextDefect};
+use crate::scan::{data_field, member, object_members, scan_event, string_is, string_value};
 
 /// The core event types the contract gives payloads to; everything else is
 /// `Other` (plugins may add types freely).
@@ -151,20 +148,13 @@ impl Legacy {
     }
 }
 
-#[derive(Deserialize)]
-struct ReasonOnly<'a> {
-    #[serde(borrow)]
-    reason: Option<&'a RawValue>,
-}
-
 /// Whether an event of `kind` with payload `data` is legacy vocabulary.
 pub fn legacy_of(kind: Kind, data: Option<&str>) -> Option<Legacy> {
     match kind {
         Kind::RequestHeaderDelta => Some(Legacy::HeaderDelta),
         Kind::RequestHeader => {
-            let data = data?;
-            let parsed: ReasonOnly = serde_json::from_str(data).ok()?;
-            (parsed.reason?.get().trim() == "\"fallback\"").then_some(Legacy::FallbackReason)
+            let reason = member(&object_members(data?)?, "reason")?;
+            string_is(reason, "fallback").then_some(Legacy::FallbackReason)
         }
         _ => None,
     }
@@ -179,27 +169,19 @@ pub enum ReadError {
     Invalid(CoreError),
 }
 
-fn has_provider_model(v: Option<&Value>) -> bool {
-    let non_empty = |k: &str| {
-        v.and_then(|o| o.get(k))
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty())
+/// `v` (raw JSON text) is an object whose `provider` and `model` are
+/// non-empty strings.
+fn has_provider_model(v: Option<&str>) -> bool {
+    let Some(members) = v.and_then(object_members) else {
+        return false;
     };
-    v.is_some_and(Value::is_object) && non_empty("provider") && non_empty("model")
-}
-
-/// Decode a JSON string literal (with its quotes).
-pub fn decode_str(raw: &str) -> Option<String> {
-    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
-    if inner.as_bytes().contains(&b'\\') {
-        serde_json::from_str(raw).ok()
-    } else {
-        Some(inner.to_string())
-    }
-}
-
-fn small_value(raw: &str) -> Option<Value> {
-    serde_json::from_str(raw).ok()
+    let non_empty = |k: &str| {
+        member(&members, k).is_some_and(|raw| {
+            let raw = raw.trim();
+            raw.starts_with('"') && raw.len() > 2
+        })
+    };
+    non_empty("provider") && non_empty("model")
 }
 
 /// Read one event from JSON text and check everything SPEC 3 checks for a
@@ -216,10 +198,12 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         Err(TextDefect::Syntax) => return Err(ReadError::Unparsable),
         Err(TextDefect::NotLossless) => return Err(ReadError::Invalid(not_lossless(index))),
     };
+    // A type holding a lone surrogate is not one: UTF-8 (the SQLite
+    // `type` column, the CLI) cannot hold it.
     let ty = f.ty.and_then(|raw| {
         let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
         if inner.as_bytes().contains(&b'\\') {
-            decode_str(raw).map(std::borrow::Cow::Owned)
+            string_value(raw).map(std::borrow::Cow::Owned)
         } else {
             Some(std::borrow::Cow::Borrowed(inner))
         }
@@ -230,19 +214,7 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
     if !f.is_object || f.foreign_key {
         return Err(invalid());
     }
-    let as_seq = |raw: Option<&str>| {
-        let raw = raw?;
-        // Plain digits (what JSON.stringify writes for a seq or a time).
-        if !raw.is_empty() && raw.len() <= 15 && raw.bytes().all(|b| b.is_ascii_digit()) {
-            return raw
-                .parse::<u64>()
-                .ok()
-                .filter(|_| raw == "0" || !raw.starts_with('0'));
-        }
-        serde_json::from_str::<serde_json::Number>(raw)
-            .ok()
-            .and_then(|n| number_as_seq(&n))
-    };
+    let as_seq = |raw: Option<&str>| raw.and_then(seq_of_text);
     let (Some(ty), Some(seq), Some(time), Some(data)) = (ty, as_seq(f.seq), as_seq(f.time), f.data)
     else {
         return Err(invalid());
@@ -252,30 +224,25 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
     let kind = Kind::of(&ty);
     match kind {
         Kind::RequestHeader => {
-            let header = data_field(&f, "header").and_then(small_value);
-            let config = header
-                .as_ref()
-                .filter(|h| h.is_object())
-                .and_then(|h| h.get("config"));
+            let config = data_field(&f, "header")
+                .and_then(object_members)
+                .and_then(|header| member(&header, "config"));
             if !has_provider_model(config) {
                 return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
                     "seed request/header at index {index} lacks provider/model"
                 ))));
             }
-            if data_field(&f, "reason").map(str::trim) == Some("\"fallback\"") {
+            if data_field(&f, "reason").is_some_and(|r| string_is(r, "fallback")) {
                 return Err(ReadError::Invalid(legacy_seed(
                     Legacy::FallbackReason,
                     index,
                 )));
             }
         }
-        Kind::AssistantMessage => {
-            let provenance = data_field(&f, "provenance").and_then(small_value);
-            if !has_provider_model(provenance.as_ref()) {
-                return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
-                    "seed assistant/message at index {index} lacks provider/model provenance"
-                ))));
-            }
+        Kind::AssistantMessage if !has_provider_model(data_field(&f, "provenance")) => {
+            return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
+                "seed assistant/message at index {index} lacks provider/model provenance"
+            ))));
         }
         _ => {}
     }
@@ -454,6 +421,52 @@ mod tests {
             err(r#"{"type":"x","seq":2,"time":5,"data":{"v":-0}}"#),
             "seed event at index 2 is not losslessly JSON-serializable"
         );
+    }
+
+    #[test]
+    fn reads_payloads_with_lone_surrogates_and_escaped_names() {
+        // A lone surrogate anywhere in a provenance or a header is data.
+        assert_eq!(
+            err(
+                r#"{"type":"assistant/message","seq":2,"time":5,"data":{"content":[],"provenance":{"provider":"p\ud800","model":"m","note":"\udc00"}},"surfaceOp":"append"}"#
+            ),
+            "ok"
+        );
+        assert_eq!(
+            err(
+                r#"{"type":"request/header","seq":2,"time":5,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"\ud800"},"reason":"initial"}}"#
+            ),
+            "ok"
+        );
+        // `reason` spelled with escapes is still "fallback" (JSON.parse decodes it).
+        let escaped =
+            r#"{"header":{"config":{"provider":"p","model":"m"}},"reason":"f\u0061llback"}"#;
+        assert_eq!(
+            legacy_of(Kind::RequestHeader, Some(escaped)),
+            Some(Legacy::FallbackReason)
+        );
+        assert_eq!(
+            err(&format!(
+                r#"{{"type":"request/header","seq":2,"time":5,"data":{escaped}}}"#
+            )),
+            "seed event at index 2 uses unsupported legacy request/header reason \"fallback\""
+        );
+        // The last of duplicate keys is the one JSON.parse keeps.
+        let twice = r#"{"reason":"fallback","reason":"change"}"#;
+        assert_eq!(legacy_of(Kind::RequestHeader, Some(twice)), None);
+        // A type holding a lone surrogate is not a type (UTF-8 cannot hold it).
+        assert_eq!(
+            err(r#"{"type":"x\ud800","seq":2,"time":5,"data":1}"#),
+            "seed event at index 2 has an invalid event envelope"
+        );
+        // Seqs as JSON.parse reads them: 2.0 and 2e0 are 2.
+        for seq in ["2.0", "2e0", "0.2e1"] {
+            assert_eq!(
+                err(&format!(r#"{{"type":"x","seq":{seq},"time":5,"data":1}}"#)),
+                "ok",
+                "{seq}"
+            );
+        }
     }
 
     #[test]

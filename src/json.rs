@@ -6,10 +6,9 @@
 //! database is checked here: it must parse, and every number must come back
 //! from `JSON.parse` as a finite number other than `-0`.
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::Deserializer;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::fmt;
 
 /// Why a JSON text is not a lossless value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,71 +19,11 @@ pub enum TextDefect {
     NotLossless,
 }
 
-/// Walks a JSON document without allocating, rejecting `-0`.
-struct LosslessWalk;
-
-impl<'de> DeserializeSeed<'de> for LosslessWalk {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LosslessWalk {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        if !v.is_finite() || (v == 0.0 && v.is_sign_negative()) {
-            return Err(E::custom(NOT_LOSSLESS_MARK));
-        }
-        Ok(())
-    }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_string<E>(self, _: String) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(LosslessWalk)?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key::<IgnoredAny>()?.is_some() {
-            map.next_value_seed(LosslessWalk)?;
-        }
-        Ok(())
-    }
-}
-
-const NOT_LOSSLESS_MARK: &str = "\u{0}not-lossless";
-
-/// Check that `text` is one JSON value that `JSON.parse` reads losslessly.
+/// Check that `text` is one JSON value that `JSON.parse` reads losslessly
+/// (the scanner's rules: no `-0` or `±Infinity`, nesting within
+/// `scan::MAX_NESTING`).
 pub fn check_lossless_text(text: &str) -> Result<(), TextDefect> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    match LosslessWalk.deserialize(&mut de).and_then(|_| de.end()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.to_string().starts_with(NOT_LOSSLESS_MARK) => Err(TextDefect::NotLossless),
-        Err(e) if e.is_data() => Err(TextDefect::NotLossless),
-        Err(_) => Err(TextDefect::Syntax),
-    }
+    crate::scan::check_value(text)
 }
 
 /// Serde helper: a field that is present (even as `null`) is `Some`; only a
@@ -119,6 +58,60 @@ pub fn canonical_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// `canonical_eq` over two JSON texts the scanner read, without building
+/// trees: object key order does not matter (the last of duplicate keys
+/// counts, as in `JSON.parse`), strings compare as UTF-16 code units (lone
+/// surrogates included), numbers as doubles. Texts nested deeper than a
+/// line may be (`scan::MAX_NESTING` plus the envelope) are not equal.
+pub fn canonical_eq_text(a: &str, b: &str) -> bool {
+    canonical_eq_at(a.trim(), b.trim(), 0)
+}
+
+fn canonical_eq_at(a: &str, b: &str, depth: usize) -> bool {
+    use crate::scan::{array_items, object_members, string_units};
+    if a == b {
+        return true;
+    }
+    if depth > crate::scan::MAX_NESTING {
+        return false;
+    }
+    let eq = |x: &str, y: &str| canonical_eq_at(x.trim(), y.trim(), depth + 1);
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(b'{'), Some(b'{')) => {
+            // Members by decoded key, the last of duplicates kept.
+            let members = |t: &str| -> Option<Vec<(Vec<u16>, String)>> {
+                let mut out: Vec<(Vec<u16>, String)> = Vec::new();
+                for (k, v) in object_members(t)? {
+                    let key = string_units(&format!("\"{k}\""))?;
+                    match out.iter_mut().find(|(seen, _)| *seen == key) {
+                        Some(slot) => slot.1 = v.to_string(),
+                        None => out.push((key, v.to_string())),
+                    }
+                }
+                Some(out)
+            };
+            let (Some(x), Some(y)) = (members(a), members(b)) else {
+                return false;
+            };
+            x.len() == y.len()
+                && x.iter().all(|(k, v)| {
+                    y.iter()
+                        .find(|(l, _)| l == k)
+                        .is_some_and(|(_, w)| eq(v, w))
+                })
+        }
+        (Some(b'['), Some(b'[')) => match (array_items(a), array_items(b)) {
+            (Some(x), Some(y)) => x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| eq(p, q)),
+            _ => false,
+        },
+        (Some(b'"'), Some(b'"')) => string_units(a).is_some() && string_units(a) == string_units(b),
+        (Some(b'-' | b'0'..=b'9'), Some(b'-' | b'0'..=b'9')) => {
+            matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+        }
+        _ => false,
+    }
+}
+
 /// Whether a JSON number is a non-negative safe integer (`Number.isSafeInteger(n) && n >= 0`).
 pub fn as_seq(v: &Value) -> Option<u64> {
     let n = v.as_number()?;
@@ -140,6 +133,25 @@ pub fn number_as_seq(n: &serde_json::Number) -> Option<u64> {
     } else {
         None
     }
+}
+
+/// A raw JSON number text (already read by the scanner) that is a
+/// non-negative safe integer, as `JSON.parse` reads it: `3`, `3.0`, `3e0`.
+pub fn seq_of_text(raw: &str) -> Option<u64> {
+    const MAX_SAFE: u64 = (1u64 << 53) - 1;
+    let raw = raw.trim();
+    if !raw.is_empty() && raw.len() <= 15 && raw.bytes().all(|b| b.is_ascii_digit()) {
+        // Plain digits (what JSON.stringify writes for a seq or a time).
+        return raw
+            .parse::<u64>()
+            .ok()
+            .filter(|_| raw == "0" || !raw.starts_with('0'));
+    }
+    if !raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+        return None;
+    }
+    let f: f64 = raw.parse().ok()?;
+    (f.fract() == 0.0 && (0.0..=MAX_SAFE as f64).contains(&f)).then_some(f as u64)
 }
 
 /// A raw JSON text is the empty array (`[]`, any white space inside).
@@ -199,6 +211,36 @@ mod tests {
         assert!(!canonical_eq(&json!([1, 2]), &json!([2, 1])));
         assert!(canonical_eq(&json!(1), &json!(1.0)));
         assert!(!canonical_eq(&json!({"a":1}), &json!({"a":1,"b":null})));
+    }
+
+    #[test]
+    fn canonical_text_equality_matches_canonical_eq_and_reads_what_serde_cannot() {
+        let pairs = [
+            (r#"{"a":1,"b":[1,2]}"#, r#"{ "b": [1, 2], "a": 1.0 }"#, true),
+            (r#"[1,2]"#, r#"[2,1]"#, false),
+            (r#"{"a":1}"#, r#"{"a":1,"b":null}"#, false),
+            (r#"{"a":"x"}"#, r#"{"\u0061":"\u0078"}"#, true),
+            (r#"{"a":1,"a":2}"#, r#"{"a":2}"#, true),
+            (r#"1e2"#, r#"100"#, true),
+            (r#""x""#, r#"1"#, false),
+        ];
+        for (a, b, want) in pairs {
+            assert_eq!(canonical_eq_text(a, b), want, "{a} vs {b}");
+            let (x, y): (Value, Value) = (
+                serde_json::from_str(a).unwrap(),
+                serde_json::from_str(b).unwrap(),
+            );
+            assert_eq!(canonical_eq(&x, &y), want, "{a} vs {b}");
+        }
+        // Lone surrogates and nesting beyond serde's 128 levels.
+        assert!(canonical_eq_text(
+            r#"{"s":"\ud800","t":1}"#,
+            r#"{"t":1,"s":"\uD800"}"#
+        ));
+        assert!(!canonical_eq_text(r#""\ud800""#, r#""\udc00""#));
+        let deep = |leaf: &str| format!("{}{leaf}{}", "{\"k\":[".repeat(300), "]}".repeat(300));
+        assert!(canonical_eq_text(&deep("1"), &deep("1.0")));
+        assert!(!canonical_eq_text(&deep("1"), &deep("2")));
     }
 
     #[test]

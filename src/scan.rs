@@ -1,13 +1,21 @@
-//! A validating single-pass JSON scanner for event lines. It checks syntax
-//! and the lossless-number rule (no `-0`, nothing `JSON.parse` turns into
-//! `Infinity`) in one read, and returns the raw text of the envelope's fields
-//! and of the payload's top-level fields, so resuming a log never builds a
-//! tree for payloads nobody reads.
+//! The one reader of stored and appended JSON: a validating single-pass
+//! scanner. It checks syntax, the lossless-number rule (no `-0` in any
+//! spelling, nothing `JSON.parse` turns into `±Infinity`) and the nesting
+//! limit in one read, and returns the raw text of the envelope's fields and
+//! of the payload's top-level fields, so resuming a log never builds a tree
+//! for payloads nobody reads. Nesting is tracked on an explicit stack, so
+//! any depth is read without recursion; syntax is judged before the
+//! lossless rules (a torn line is unparsable even if it holds a `-0`).
 
 use crate::json::TextDefect;
 
-/// Deeper nesting than this is rejected (it also bounds the stack).
-const MAX_DEPTH: usize = 512;
+/// How deeply a payload (an event's `data`, a header) may nest arrays and
+/// objects: `[]` nests 1 level, `[[1]]` 2. Deeper is not lossless JSON for
+/// this package, on write (`copyJson` in index.js) as on read. Node 20's
+/// `JSON.stringify`, which writes every event, overflows its stack at about
+/// 4,200 levels with the stack empty, so the limit leaves room for callers'
+/// frames.
+pub const MAX_NESTING: usize = 1000;
 
 /// Raw field texts of one event line.
 #[derive(Debug, Default, Clone)]
@@ -26,10 +34,56 @@ pub struct Fields<'a> {
     pub is_object: bool,
 }
 
+/// The kinds of the containers open around the scanner (a bit per level,
+/// set for an array), the first 64 levels without allocating.
+#[derive(Default)]
+struct Nest {
+    len: usize,
+    low: u64,
+    high: Vec<u64>,
+}
+
+impl Nest {
+    #[inline]
+    fn push(&mut self, array: bool) {
+        let i = self.len;
+        if i < 64 {
+            self.low = (self.low & !(1 << i)) | (u64::from(array) << i);
+        } else {
+            let (word, bit) = ((i - 64) / 64, (i - 64) % 64);
+            if word == self.high.len() {
+                self.high.push(0);
+            }
+            self.high[word] = (self.high[word] & !(1 << bit)) | (u64::from(array) << bit);
+        }
+        self.len += 1;
+    }
+
+    /// Whether the innermost open container is an array (`None`: none open).
+    #[inline]
+    fn top(&self) -> Option<bool> {
+        let i = self.len.checked_sub(1)?;
+        Some(if i < 64 {
+            self.low >> i & 1 == 1
+        } else {
+            self.high[(i - 64) / 64] >> ((i - 64) % 64) & 1 == 1
+        })
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        self.len -= 1;
+    }
+}
+
 struct Scanner<'a> {
     text: &'a str,
     b: &'a [u8],
     pos: usize,
+    /// Containers nesting deeper than this are not lossless.
+    limit: usize,
+    /// A number `JSON.parse` cannot keep, or nesting beyond `limit`, was read.
+    lossy: bool,
 }
 
 type Scan<T> = Result<T, TextDefect>;
@@ -157,6 +211,9 @@ impl<'a> Scanner<'a> {
         self.pos - start
     }
 
+    /// A number; marks it lossy when `JSON.parse` would read it as `-0` or
+    /// `±Infinity`. Rust's `f64` parse rounds correctly, as V8's does, so
+    /// both read every spelling as the same double.
     fn number(&mut self) -> Scan<()> {
         let start = self.pos;
         let negative = self.peek() == Some(b'-');
@@ -171,15 +228,20 @@ impl<'a> Scanner<'a> {
             }
             _ => return syntax(),
         }
+        let int_len = self.pos - int_start;
         let mut all_zero = self.b[int_start..self.pos].iter().all(|&c| c == b'0');
-        let mut needs_range_check = self.pos - int_start > 15;
+        // Plain digits can overflow only when long, and a fraction (of a
+        // negative number) can round to -0 only when long.
+        let mut needs_range_check = int_len > 15;
         if self.peek() == Some(b'.') {
             self.pos += 1;
             let frac_start = self.pos;
-            if self.digits() == 0 {
+            let frac_len = self.digits();
+            if frac_len == 0 {
                 return syntax();
             }
             all_zero &= self.b[frac_start..self.pos].iter().all(|&c| c == b'0');
+            needs_range_check |= negative && frac_len > 15;
         }
         if matches!(self.peek(), Some(b'e' | b'E')) {
             self.pos += 1;
@@ -192,14 +254,13 @@ impl<'a> Scanner<'a> {
             needs_range_check = true;
         }
         if negative && all_zero {
-            return Err(TextDefect::NotLossless);
-        }
-        if needs_range_check {
+            self.lossy = true;
+        } else if needs_range_check {
             let v: f64 = self.text[start..self.pos]
                 .parse()
                 .map_err(|_| TextDefect::Syntax)?;
             if !v.is_finite() || (v == 0.0 && v.is_sign_negative()) {
-                return Err(TextDefect::NotLossless);
+                self.lossy = true;
             }
         }
         Ok(())
@@ -214,105 +275,317 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Any value; `fields` (when given and the value is an object) receives
-    /// its top-level key/value texts.
+    /// `"key"` and the colon after it (white space around both).
+    fn member_key(&mut self) -> Scan<&'a str> {
+        self.ws();
+        let key = self.string()?;
+        self.ws();
+        self.expect(b':')?;
+        Ok(key)
+    }
+
+    /// A container opens at nesting `level`.
+    #[inline]
+    fn open(&mut self, level: usize) {
+        if level > self.limit {
+            self.lossy = true;
+        }
+    }
+
+    /// Any value, inside `depth` containers, read without recursion.
+    fn skip_value(&mut self, depth: usize) -> Scan<()> {
+        let mut nest = Nest::default();
+        loop {
+            // A value starts here.
+            self.ws();
+            match self.peek() {
+                Some(open @ (b'{' | b'[')) => {
+                    let array = open == b'[';
+                    self.pos += 1;
+                    self.open(depth + nest.len + 1);
+                    self.ws();
+                    if self.peek() == Some(if array { b']' } else { b'}' }) {
+                        self.pos += 1;
+                    } else {
+                        nest.push(array);
+                        if !array {
+                            self.member_key()?;
+                        }
+                        continue;
+                    }
+                }
+                Some(b'"') => {
+                    self.string()?;
+                }
+                Some(b't') => self.literal(b"true")?,
+                Some(b'f') => self.literal(b"false")?,
+                Some(b'n') => self.literal(b"null")?,
+                Some(b'-' | b'0'..=b'9') => self.number()?,
+                _ => return syntax(),
+            }
+            // A value ended: close the containers it ends, or go on to the
+            // next element or member.
+            loop {
+                let Some(array) = nest.top() else {
+                    return Ok(());
+                };
+                self.ws();
+                match self.peek() {
+                    Some(b',') => {
+                        self.pos += 1;
+                        if !array {
+                            self.member_key()?;
+                        }
+                        break;
+                    }
+                    Some(b']') if array => {
+                        self.pos += 1;
+                        nest.pop();
+                    }
+                    Some(b'}') if !array => {
+                        self.pos += 1;
+                        nest.pop();
+                    }
+                    _ => return syntax(),
+                }
+            }
+        }
+    }
+
+    /// Any value inside `depth` containers; `fields` (when given and the
+    /// value is an object) receives its top-level key/value texts.
     fn value(
         &mut self,
         depth: usize,
-        mut fields: Option<&mut Vec<(&'a str, &'a str)>>,
+        fields: Option<&mut Vec<(&'a str, &'a str)>>,
     ) -> Scan<&'a str> {
-        if depth > MAX_DEPTH {
-            return syntax();
-        }
         self.ws();
         let start = self.pos;
-        match self.peek() {
-            Some(b'{') => {
-                self.pos += 1;
-                self.ws();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        self.ws();
-                        let key = self.string()?;
-                        self.ws();
-                        self.expect(b':')?;
-                        let v = self.value(depth + 1, None)?;
-                        if let Some(f) = fields.as_deref_mut() {
-                            f.push((key, v));
-                        }
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b'}') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return syntax(),
-                        }
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.pos += 1;
-                self.ws();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        self.value(depth + 1, None)?;
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.pos += 1,
-                            Some(b']') => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return syntax(),
-                        }
-                    }
-                }
-            }
-            Some(b'"') => {
-                self.string()?;
-            }
-            Some(b't') => self.literal(b"true")?,
-            Some(b'f') => self.literal(b"false")?,
-            Some(b'n') => self.literal(b"null")?,
-            Some(b'-' | b'0'..=b'9') => self.number()?,
-            _ => return syntax(),
+        match fields {
+            Some(fields) if self.peek() == Some(b'{') => self.members(depth, fields)?,
+            _ => self.skip_value(depth)?,
         }
         Ok(&self.text[start..self.pos])
     }
+
+    /// An object (on its `{`) inside `depth` containers, its members' texts
+    /// pushed to `fields`.
+    fn members(&mut self, depth: usize, fields: &mut Vec<(&'a str, &'a str)>) -> Scan<()> {
+        self.pos += 1;
+        self.open(depth + 1);
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.member_key()?;
+            let v = self.value(depth + 1, None)?;
+            fields.push((key, v));
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                _ => return syntax(),
+            }
+        }
+    }
+
+    /// The rest is white space.
+    fn end(&mut self) -> Scan<()> {
+        self.ws();
+        if self.pos == self.b.len() {
+            Ok(())
+        } else {
+            syntax()
+        }
+    }
+}
+
+/// Check that `text` is one JSON value (a payload) that `JSON.parse` reads
+/// losslessly and that nests at most `MAX_NESTING` levels.
+pub fn check_value(text: &str) -> Scan<()> {
+    let mut s = Scanner {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        limit: MAX_NESTING,
+        lossy: false,
+    };
+    s.skip_value(0)?;
+    s.end()?;
+    if s.lossy {
+        Err(TextDefect::NotLossless)
+    } else {
+        Ok(())
+    }
+}
+
+/// The members (raw key and value texts, in order) of `text` when it is a
+/// JSON object; `None` when it is another value or not JSON. For texts the
+/// scanner already read: no limit is enforced here.
+pub fn object_members(text: &str) -> Option<Vec<(&str, &str)>> {
+    let mut s = Scanner {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        limit: usize::MAX,
+        lossy: false,
+    };
+    s.ws();
+    if s.peek() != Some(b'{') {
+        return None;
+    }
+    let mut fields = Vec::new();
+    s.members(0, &mut fields).ok()?;
+    s.end().ok()?;
+    Some(fields)
+}
+
+/// The elements (raw texts, in order) of `text` when it is a JSON array;
+/// `None` when it is another value or not JSON. For texts the scanner
+/// already read: no limit is enforced here.
+pub fn array_items(text: &str) -> Option<Vec<&str>> {
+    let mut s = Scanner {
+        text,
+        b: text.as_bytes(),
+        pos: 0,
+        limit: usize::MAX,
+        lossy: false,
+    };
+    s.ws();
+    if s.peek() != Some(b'[') {
+        return None;
+    }
+    s.pos += 1;
+    s.ws();
+    let mut items = Vec::new();
+    if s.peek() == Some(b']') {
+        s.pos += 1;
+    } else {
+        loop {
+            items.push(s.value(1, None).ok()?);
+            s.ws();
+            match s.peek() {
+                Some(b',') => s.pos += 1,
+                Some(b']') => {
+                    s.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    s.end().ok()?;
+    Some(items)
+}
+
+/// The UTF-16 code units of a raw JSON string literal (with its quotes),
+/// lone surrogates included; `None` when it is not a string.
+pub fn string_units(raw: &str) -> Option<Vec<u16>> {
+    utf16_units(raw.trim().strip_prefix('"')?.strip_suffix('"')?)
+}
+
+/// The value text of member `name` of `members` (the last one, as
+/// `JSON.parse` keeps the last of duplicate keys).
+pub fn member<'a>(members: &[(&'a str, &'a str)], name: &str) -> Option<&'a str> {
+    members
+        .iter()
+        .rev()
+        .find(|(k, _)| key_is(k, name))
+        .map(|&(_, v)| v)
+}
+
+/// The UTF-16 code units a JSON string's contents (between the quotes, as
+/// the scanner returned them) stand for; lone surrogates included.
+fn utf16_units(inner: &str) -> Option<Vec<u16>> {
+    let mut out = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u16; 2];
+            out.extend_from_slice(c.encode_utf16(&mut buf));
+            continue;
+        }
+        let unit = match chars.next()? {
+            '"' => b'"' as u16,
+            '\\' => b'\\' as u16,
+            '/' => b'/' as u16,
+            'b' => 0x08,
+            'f' => 0x0c,
+            'n' => b'\n' as u16,
+            'r' => b'\r' as u16,
+            't' => b'\t' as u16,
+            'u' => {
+                let hex: String = chars.by_ref().take(4).collect();
+                if hex.len() != 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                u16::from_str_radix(&hex, 16).ok()?
+            }
+            _ => return None,
+        };
+        out.push(unit);
+    }
+    Some(out)
 }
 
 /// Key text (between quotes) equal to `name`; keys with escapes are decoded.
 fn key_is(raw: &str, name: &str) -> bool {
     if raw.as_bytes().contains(&b'\\') {
-        serde_json::from_str::<String>(&format!("\"{raw}\"")).is_ok_and(|k| k == name)
+        utf16_units(raw).is_some_and(|units| units.iter().copied().eq(name.encode_utf16()))
     } else {
         raw == name
     }
 }
 
-/// Validate one event line and split out its fields.
-pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
+/// Whether a raw JSON value text is the string `name`.
+pub fn string_is(raw: &str, name: &str) -> bool {
+    raw.trim()
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .is_some_and(|inner| key_is(inner, name))
+}
+
+/// A raw JSON string literal (with its quotes) as Rust text; `None` when it
+/// is not a string or holds a lone surrogate (which UTF-8 cannot hold).
+pub fn string_value(raw: &str) -> Option<String> {
+    let inner = raw.trim().strip_prefix('"')?.strip_suffix('"')?;
+    if inner.as_bytes().contains(&b'\\') {
+        String::from_utf16(&utf16_units(inner)?).ok()
+    } else {
+        Some(inner.to_string())
+    }
+}
+
+/// A raw JSON string literal as Rust text for a message, lone surrogates
+/// shown as U+FFFD.
+pub fn string_lossy(raw: &str) -> Option<String> {
+    let inner = raw.trim().strip_prefix('"')?.strip_suffix('"')?;
+    Some(String::from_utf16_lossy(&utf16_units(inner)?))
+}
+
+/// Read one event line: its fields, and whether every number in it is one
+/// `JSON.parse` keeps and its payload nests at most `MAX_NESTING` levels
+/// (`false`: readable, but not lossless). `Err`: not JSON (syntax only).
+pub fn read_event_line(line: &str) -> Scan<(Fields<'_>, bool)> {
     let mut s = Scanner {
         text: line,
         b: line.as_bytes(),
         pos: 0,
+        // The envelope is one level around the payload.
+        limit: MAX_NESTING + 1,
+        lossy: false,
     };
     s.ws();
     let mut out = Fields::default();
     if s.peek() != Some(b'{') {
-        s.value(0, None)?;
-        s.ws();
-        return if s.pos == s.b.len() {
-            Ok(out)
-        } else {
-            syntax()
-        };
+        s.skip_value(0)?;
+        s.end()?;
+        return Ok((out, !s.lossy));
     }
     out.is_object = true;
     s.pos += 1;
@@ -321,11 +594,9 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
         s.pos += 1;
     } else {
         loop {
-            s.ws();
-            let key = s.string()?;
-            s.ws();
-            s.expect(b':')?;
-            let slot = match envelope_key(key) {
+            let key = s.member_key()?;
+            let which = envelope_key(key);
+            let slot = match which {
                 Some(EnvelopeKey::Type) => &mut out.ty,
                 Some(EnvelopeKey::Seq) => &mut out.seq,
                 Some(EnvelopeKey::Time) => &mut out.time,
@@ -352,7 +623,7 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
             if slot.is_some() {
                 out.foreign_key = true;
             }
-            let is_data = matches!(envelope_key(key), Some(EnvelopeKey::Data));
+            let is_data = matches!(which, Some(EnvelopeKey::Data));
             // Payload fields are needed only for the types whose payload the
             // seed rules read (or when the type is not known yet).
             let want_fields = is_data && out.ty.is_none_or(payload_fields_wanted);
@@ -364,7 +635,7 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
             } else {
                 s.value(1, None)?
             };
-            match envelope_key(key) {
+            match which {
                 Some(EnvelopeKey::Type) => out.ty = Some(v),
                 Some(EnvelopeKey::Seq) => out.seq = Some(v),
                 Some(EnvelopeKey::Time) => out.time = Some(v),
@@ -384,24 +655,22 @@ pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
             }
         }
     }
-    s.ws();
-    if s.pos != s.b.len() {
-        return syntax();
-    }
+    s.end()?;
     // A payload read before its type: read its fields now if the type needs them.
     if out.data_fields.is_empty() && out.ty.is_some_and(payload_fields_wanted) {
         if let Some(data) = out.data {
-            let mut again = Scanner {
-                text: data,
-                b: data.as_bytes(),
-                pos: 0,
-            };
-            let mut fields = Vec::new();
-            again.value(1, Some(&mut fields))?;
-            out.data_fields = fields;
+            out.data_fields = object_members(data).unwrap_or_default();
         }
     }
-    Ok(out)
+    Ok((out, !s.lossy))
+}
+
+/// Validate one event line and split out its fields.
+pub fn scan_event(line: &str) -> Scan<Fields<'_>> {
+    match read_event_line(line)? {
+        (fields, true) => Ok(fields),
+        (_, false) => Err(TextDefect::NotLossless),
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -423,7 +692,7 @@ fn envelope_key(raw: &str) -> Option<EnvelopeKey> {
         "surfaceOp" => Some(EnvelopeKey::SurfaceOp),
         "sourceEventSeqs" => Some(EnvelopeKey::SourceEventSeqs),
         _ if raw.as_bytes().contains(&b'\\') => {
-            let decoded: String = serde_json::from_str(&format!("\"{raw}\"")).ok()?;
+            let decoded = String::from_utf16(&utf16_units(raw)?).ok()?;
             if decoded.contains('\\') {
                 return None;
             }
@@ -440,13 +709,11 @@ fn payload_fields_wanted(raw_type: &str) -> bool {
 
 /// The raw text of payload field `name`.
 pub fn data_field<'a>(fields: &Fields<'a>, name: &str) -> Option<&'a str> {
-    fields
-        .data_fields
-        .iter()
-        .rev()
-        .find(|(k, _)| key_is(k, name))
-        .map(|&(_, v)| v)
+    member(&fields.data_fields, name)
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
@@ -523,5 +790,71 @@ mod tests {
         for good in ["0", "0.0", "1e-400", "12345678901234567890", "-0.5"] {
             assert!(scan_event(good).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn rejects_minus_zero_in_every_spelling_that_json_parse_reads_as_minus_zero() {
+        let underflow = format!("-0.{}1", "0".repeat(330));
+        for bad in [
+            "-0",
+            "-0.0",
+            "-0e5",
+            "-0E-5",
+            "-0.000e+12",
+            "-1e-400",
+            "-2.4703282292062327e-324",
+            underflow.as_str(),
+        ] {
+            assert_eq!(check_value(bad), Err(TextDefect::NotLossless), "{bad}");
+            assert_eq!(
+                check_value(&format!("[{bad}]")),
+                Err(TextDefect::NotLossless),
+                "{bad}"
+            );
+        }
+        // Small, but JSON.parse keeps them as non-zero numbers.
+        let tiny = format!("-0.{}1", "0".repeat(300));
+        for good in [
+            "-5e-324",
+            "-2.4703282292062328e-324",
+            "-0.0000000000000000000001",
+            tiny.as_str(),
+        ] {
+            assert_eq!(check_value(good), Ok(()), "{good}");
+        }
+    }
+
+    #[test]
+    fn judges_syntax_before_the_lossless_rules() {
+        // A torn line is unparsable, whatever it holds before the tear.
+        for torn in ["{\"a\":-0", "[1e400,", "{\"a\":[-0.0]"] {
+            assert_eq!(scan_event(torn).err(), Some(TextDefect::Syntax), "{torn}");
+        }
+        let (fields, lossless) =
+            read_event_line(r#"{"type":"turn/end","seq":2,"data":-0}"#).unwrap();
+        assert!(!lossless);
+        assert_eq!((fields.ty, fields.seq), (Some("\"turn/end\""), Some("2")));
+    }
+
+    #[test]
+    fn reads_lone_surrogates_as_string_contents_and_keys() {
+        let line = r#"{"type":"x","seq":0,"time":1,"data":{"\ud800":"a\udc00b"}}"#;
+        let f = scan_event(line).unwrap();
+        assert_eq!(f.data, Some(r#"{"\ud800":"a\udc00b"}"#));
+        let members = object_members(f.data.unwrap()).unwrap();
+        assert_eq!(members, vec![(r"\ud800", r#""a\udc00b""#)]);
+        // UTF-8 cannot hold a lone surrogate: no Rust string, a lossy one for messages.
+        assert_eq!(string_value(r#""a\udc00b""#), None);
+        assert_eq!(string_lossy(r#""a\udc00b""#).as_deref(), Some("a\u{fffd}b"));
+        assert_eq!(
+            string_value(r#""\ud83d\ude00""#).as_deref(),
+            Some("\u{1f600}")
+        );
+        // Escaped spellings of a name are that name.
+        assert!(string_is(r#""f\u0061llback""#, "fallback"));
+        assert!(!string_is(r#""fallback\ud800""#, "fallback"));
+        let f = scan_event(r#"{"t\u0079pe":"turn\/end","seq":0,"time":1,"data":{}}"#).unwrap();
+        assert!(!f.foreign_key);
+        assert!(f.ty.is_some_and(|t| string_is(t, "turn/end")));
     }
 }

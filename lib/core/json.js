@@ -44,6 +44,8 @@ function isForeignArrayPrototype(proto) {
  */
 /** Depth from which copyJson looks for cycles. */
 const CYCLE_DEPTH = 24
+/** How deeply a payload may nest arrays and objects (`MAX_NESTING` in src/scan.rs). */
+const MAX_NESTING = 1000
 
 function copyJson(value, frozen, path, depth) {
   switch (typeof value) {
@@ -58,6 +60,8 @@ function copyJson(value, frozen, path, depth) {
       return FAIL
   }
   if (value === null) return null
+  // Deeper than the native reader reads (and than JSON.stringify reliably writes).
+  if (depth >= MAX_NESTING) return FAIL
   if (depth >= CYCLE_DEPTH) {
     if (path === null) path = []
     else if (path.includes(value)) return FAIL
@@ -113,6 +117,11 @@ function snapshot(value, frozen) {
   return copyJson(value, frozen, null, 0)
 }
 
+/** `snapshot` of a whole event: its payload may nest MAX_NESTING levels inside the envelope. */
+function snapshotEvent(event, frozen) {
+  return copyJson(event, frozen, null, -1)
+}
+
 function isJsonValue(value) {
   return copyJson(value, false, null, 0) !== FAIL
 }
@@ -144,7 +153,7 @@ function snapshotEvents(events, what = "event") {
   if (!isArray(events)) throw fail(`${what}s must be an array`, 'INVALID_ARGUMENT')
   const out = new Array(events.length)
   for (let i = 0; i < events.length; i++) {
-    const copy = snapshot(events[i], false)
+    const copy = snapshotEvent(events[i], false)
     if (copy === FAIL) throw fail(`${what} at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
     out[i] = copy
   }
@@ -157,4 +166,4 @@ function fail(message, code) {
   return error
 }
 
-module.exports = { FAIL, fail, copyJson, snapshot, isJsonValue, snapshotJsonValue, deepFreeze, parseFrozen, snapshotEvents }
+module.exports = { FAIL, fail, copyJson, snapshot, snapshotEvent, isJsonValue, snapshotJsonValue, deepFreeze, parseFrozen, snapshotEvents }

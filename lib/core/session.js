@@ -28,7 +28,7 @@
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
-const { FAIL, fail, snapshot, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
+const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
 
@@ -114,7 +114,7 @@ class Session {
       const to = Math.min(length, from + SEED_SLICE)
       const copies = []
       for (let i = from; i < to; i++) {
-        const copy = snapshot(seed[i], false)
+        const copy = snapshotEvent(seed[i], false)
         if (copy === FAIL) {
           // An earlier event's error wins, as in a one-event-at-a-time check.
           hand(JSON.stringify(copies))
@@ -191,8 +191,10 @@ class Session {
   static fromJsonl(text) {
     let input = text
     if (typeof input === 'string') {
-      // V8 encodes a string to UTF-8 faster than napi's string conversion does.
-      input = Buffer.from(input, 'utf8')
+      // V8 encodes a string to UTF-8 faster than napi's string conversion
+      // does; an ASCII-only string (its UTF-8 length is its length) is its
+      // own UTF-8, and copying it as Latin-1 skips the encoder.
+      input = Buffer.byteLength(input, 'utf8') === input.length ? Buffer.from(input, 'latin1') : Buffer.from(input, 'utf8')
     } else {
       if (!(input instanceof Uint8Array)) {
         throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
@@ -297,6 +299,10 @@ class Session {
 
   append(type, data, opts) {
     if (typeof type !== 'string') throw fail('session event type must be a string', 'INVALID_ARGUMENT')
+    if (!type.isWellFormed()) {
+      // Stores keep types as UTF-8 text, which cannot hold a lone surrogate.
+      throw fail(`session event type ${JSON.stringify(type)} contains a lone UTF-16 surrogate`, 'INVALID_EVENT')
+    }
     const dataCopy = snapshot(data, true)
     if (dataCopy === FAIL) {
       throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')

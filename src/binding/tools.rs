@@ -139,15 +139,28 @@ fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
 }
 
 /// A SQLite database opened read-only, its schema version checked; `None`
-/// for a database no store has written (schema version 0: no sessions).
-/// Nothing here stamps a schema or creates a table.
+/// for a database without sessions (schema version 0 and no tables). A
+/// version-0 database that has both tables is read like a stamped one: the
+/// store stamps it and reads them (`CREATE TABLE IF NOT EXISTS`), so the
+/// CLI sees the same sessions. Nothing here stamps a schema or creates a
+/// table.
 fn open_sqlite(path: &str) -> CoreResult<Option<Connection>> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| sqlite::sql_err(path, e))?;
-    Ok((sqlite::schema_version(&conn, path)? != 0).then_some(conn))
+    if sqlite::schema_version(&conn, path)? != 0 {
+        return Ok(Some(conn));
+    }
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'events')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| sqlite::sql_err(path, e))?;
+    Ok((tables == 2).then_some(conn))
 }
 
 /// Read one session of a SQLite database without writing to it, and repair

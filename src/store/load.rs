@@ -7,10 +7,8 @@
 
 use crate::error::{CoreError, CoreResult};
 use crate::log::Log;
+use crate::scan::{read_event_line, string_is, string_lossy, string_value};
 use crate::session_header::SessionHeader;
-use serde::de::IgnoredAny;
-use serde::Deserialize;
-use serde_json::Value;
 
 /// How messages name a record's position: `line N` in a JSONL file (the
 /// header is line 0), `row N` in the events table (1-based).
@@ -53,43 +51,28 @@ impl Repaired {
     }
 }
 
-/// What a record is, for the slow path.
-struct Probe {
+/// What a record is, for the slow path, as the one reader of event lines
+/// (`scan`) reads it: readable is what that reader can parse, with the same
+/// limits, so the torn-tail decision and the load agree on every record.
+struct Probe<'a> {
     readable: bool,
     turn_end: bool,
-    seq: Option<Value>,
+    /// The raw text of its `seq` field.
+    seq: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
-struct ProbeFields {
-    #[serde(rename = "type")]
-    ty: Option<Value>,
-    seq: Option<Value>,
-}
-
-fn probe(record: Option<&str>) -> Probe {
-    let Some(text) = record else {
-        return Probe {
+fn probe(record: Option<&str>) -> Probe<'_> {
+    match record.map(read_event_line) {
+        Some(Ok((fields, _lossless))) => Probe {
+            readable: true,
+            turn_end: fields.ty.is_some_and(|t| string_is(t, "turn/end")),
+            seq: fields.seq,
+        },
+        _ => Probe {
             readable: false,
             turn_end: false,
             seq: None,
-        };
-    };
-    if serde_json::from_str::<IgnoredAny>(text).is_err() {
-        return Probe {
-            readable: false,
-            turn_end: false,
-            seq: None,
-        };
-    }
-    let fields = serde_json::from_str::<ProbeFields>(text).ok();
-    Probe {
-        readable: true,
-        turn_end: fields
-            .as_ref()
-            .and_then(|f| f.ty.as_ref())
-            .is_some_and(|t| t == "turn/end"),
-        seq: fields.and_then(|f| f.seq),
+        },
     }
 }
 
@@ -101,23 +84,41 @@ fn unparsable(place: Place, index: usize) -> CoreError {
     ))
 }
 
-fn gap(place: Place, index: usize, got: Option<&Value>) -> CoreError {
-    let got = match got {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => "undefined".into(),
-    };
+fn gap(place: Place, index: usize, got: Option<&str>) -> CoreError {
     CoreError::CorruptLog(format!(
-        "corrupt session log: seq gap in committed region at {} {} (expected {index}, got {got})",
+        "corrupt session log: seq gap in committed region at {} {} (expected {index}, got {})",
         place.name(),
-        index + 1
+        index + 1,
+        shown(got)
     ))
 }
 
-fn seq_of(text: &str) -> Option<Value> {
-    serde_json::from_str::<ProbeFields>(text)
+/// A raw field text as JavaScript's `${value}` shows it (objects and
+/// arrays as written).
+fn shown(raw: Option<&str>) -> String {
+    let Some(raw) = raw.map(str::trim) else {
+        return "undefined".into();
+    };
+    if let Some(s) = string_lossy(raw) {
+        return s;
+    }
+    match raw.parse::<f64>() {
+        Ok(n) if raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => n.to_string(),
+        _ => raw.to_string(),
+    }
+}
+
+fn seq_of(text: &str) -> Option<&str> {
+    read_event_line(text)
         .ok()
-        .and_then(|f| f.seq)
+        .and_then(|(fields, _)| fields.seq)
+}
+
+/// The legacy form (SPEC 7) of a readable record.
+fn legacy_in(text: &str) -> Option<crate::event::Legacy> {
+    let (fields, _) = read_event_line(text).ok()?;
+    let ty = string_value(fields.ty?)?;
+    crate::event::legacy_of(crate::event::Kind::of(&ty), fields.data)
 }
 
 /// Whether the record at `index` or one after it is a readable `turn/end`.
@@ -175,7 +176,7 @@ pub fn repair(
             if turn_end_from(records, index) {
                 return Err(match seq {
                     None => unparsable(place, index),
-                    Some(got) => gap(place, index, got.as_ref()),
+                    Some(got) => gap(place, index, got),
                 });
             }
             cut = index;
@@ -201,13 +202,12 @@ fn slow_repair(
     for (index, p) in probes.iter().enumerate() {
         let contiguous = p
             .seq
-            .as_ref()
-            .and_then(crate::json::as_seq)
+            .and_then(crate::json::seq_of_text)
             .is_some_and(|s| s == index as u64);
         if !p.readable || !contiguous {
             if committed(index) {
                 return Err(if p.readable {
-                    gap(place, index, p.seq.as_ref())
+                    gap(place, index, p.seq)
                 } else {
                     unparsable(place, index)
                 });
@@ -217,7 +217,7 @@ fn slow_repair(
         }
     }
     for (index, record) in records.iter().take(cut).enumerate() {
-        if let Some((legacy, _)) = record.and_then(super::legacy_in) {
+        if let Some(legacy) = record.and_then(legacy_in) {
             return Err(CoreError::LegacyVocabulary(
                 legacy.load_message(id, index as u64),
             ));
@@ -343,6 +343,60 @@ mod tests {
             msg(repair("s", header("s"), &[Some(TURN[0]), Some(no_op), Some(&ok_end)], Place::Line)),
             "corrupt session log: invalid event at line 2: invalid seed event at index 1: session event \"user/message\" is surface-eligible and requires a surfaceOp marker"
         );
+    }
+
+    #[test]
+    fn the_torn_tail_decision_reads_records_as_the_load_does() {
+        // A final turn/end that JSON.parse reads (the last of duplicate keys
+        // wins) commits the record before it: corruption, not a torn tail
+        // to truncate.
+        let end = r#"{"type":"turn/end","type":"turn/end","seq":2,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+        assert_eq!(
+            msg(repair(
+                "s",
+                header("s"),
+                &[Some(TURN[0]), None, Some(end)],
+                Place::Line
+            )),
+            "corrupt session log: unparsable committed event at line 2"
+        );
+        // So does one holding a number beyond f64 or a lone surrogate.
+        for odd in [r#""x":1e400"#, r#""x":"\ud800""#] {
+            let end = TURN[1].replace(r#""turn":1"#, &format!(r#""turn":1,{odd}"#));
+            let end = end.replace(r#""seq":1"#, r#""seq":2"#);
+            assert_eq!(
+                msg(repair(
+                    "s",
+                    header("s"),
+                    &[Some(TURN[0]), None, Some(&end)],
+                    Place::Line
+                )),
+                "corrupt session log: unparsable committed event at line 2",
+                "{odd}"
+            );
+        }
+        // A turn/end whose payload nests as deep as a payload may is read
+        // like any other: nothing is cut, nothing is closed.
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(crate::scan::MAX_NESTING - 2),
+            "]".repeat(crate::scan::MAX_NESTING - 2)
+        );
+        let end = TURN[1].replace(
+            r#"{"kind":"completed"}"#,
+            &format!(r#"{{"kind":"completed","detail":{deep}}}"#),
+        );
+        let r = repair("s", header("s"), &[Some(TURN[0]), Some(&end)], Place::Line).unwrap();
+        assert_eq!((r.preserved, r.torn, r.log.len()), (2, false, 2));
+        // Deeper than that: refused, never truncated.
+        let deeper = end.replace("[1]", "[[1]]");
+        assert!(msg(repair(
+            "s",
+            header("s"),
+            &[Some(TURN[0]), Some(&deeper)],
+            Place::Line
+        ))
+        .contains("not losslessly JSON-serializable"));
     }
 
     #[test]

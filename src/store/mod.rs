@@ -12,7 +12,6 @@ pub mod sqlite;
 
 use crate::error::{CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
-use crate::json::canonical_eq;
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
@@ -331,14 +330,7 @@ fn check_contiguous(id: &str, next: u64, seqs: &[u64]) -> CoreResult<()> {
 /// Whether two event texts hold the same event (byte-equal, or equal as JSON:
 /// SQLite rebuilds the envelope in its own key order).
 fn same_event(a: &str, b: &str) -> bool {
-    a == b
-        || match (
-            serde_json::from_str::<Value>(a),
-            serde_json::from_str::<Value>(b),
-        ) {
-            (Ok(x), Ok(y)) => canonical_eq(&x, &y),
-            _ => false,
-        }
+    a == b || crate::json::canonical_eq_text(a, b)
 }
 
 impl<B: Backend> Store<B> {

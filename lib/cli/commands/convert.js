@@ -1,0 +1,90 @@
+'use strict'
+// `dsh-session convert <from> <to>`: copy a session between a JSONL file and
+// a SQLite database, as a store load returns it; the source is not changed.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { resolveDestination, resolveLog } = require('../address.js')
+const { SqliteSessionStore, wrapNative } = require('../core.js')
+const { CliError, CODES, fromPackageError, oneLine } = require('../errors.js')
+const { plural } = require('../format.js')
+const { out, outJson } = require('../output.js')
+const { describeRepair, readLog } = require('../read.js')
+
+/** Write `text` to a new file `dest`, durably, never overwriting. */
+function writeNewFile(dest, text, label) {
+  const dir = path.dirname(dest)
+  if (!fs.existsSync(dir)) throw new CliError(`${label}: no such directory ${dir}`, CODES.NO_SUCH_FILE, { path: dir })
+  if (fs.existsSync(dest)) throw new CliError(`${label}: already exists (convert never overwrites)`, CODES.ALREADY_EXISTS, { path: dest })
+  const tmp = path.join(dir, `.${path.basename(dest)}.${process.pid}.tmp`)
+  const fd = fs.openSync(tmp, 'wx')
+  try {
+    fs.writeSync(fd, text)
+    fs.fsyncSync(fd)
+  } finally {
+    fs.closeSync(fd)
+  }
+  try {
+    fs.linkSync(tmp, dest)
+  } catch (error) {
+    if (error.code === 'EEXIST') throw new CliError(`${label}: already exists (convert never overwrites)`, CODES.ALREADY_EXISTS, { path: dest })
+    throw new CliError(`${label}: ${oneLine(error.message)}`, CODES.IO, { path: dest })
+  } finally {
+    fs.rmSync(tmp, { force: true })
+  }
+  try {
+    const dirFd = fs.openSync(dir, 'r')
+    try {
+      fs.fsyncSync(dirFd)
+    } finally {
+      fs.closeSync(dirFd)
+    }
+  } catch {
+    // Directories cannot be opened for fsync everywhere (Windows).
+  }
+}
+
+async function convert({ positionals, flags }) {
+  const from = await resolveLog(positionals[0])
+  const to = resolveDestination(positionals[1])
+  const { report, plan } = await readLog(from)
+  const native = report.session(true)
+  const header = plan.header
+  const count = native.length
+  if (to.kind === 'stdout') {
+    process.stdout.write(native.toJsonl())
+    return 0
+  }
+  if (to.kind === 'jsonl') {
+    writeNewFile(to.path, native.toJsonl(), to.text)
+  } else {
+    if (to.id !== undefined && to.id !== header.id) {
+      throw new CliError(`${to.text}: the session id is ${JSON.stringify(header.id)}, not ${JSON.stringify(to.id)} (convert keeps the id)`, CODES.BAD_ADDRESS)
+    }
+    const dir = path.dirname(to.path)
+    if (!fs.existsSync(dir)) throw new CliError(`${to.text}: no such directory ${dir}`, CODES.NO_SUCH_FILE, { path: dir })
+    const store = new SqliteSessionStore({ path: to.path })
+    try {
+      await store.create(header)
+      if (count > 0) await store.flush(wrapNative(native))
+    } catch (error) {
+      throw fromPackageError(to.text, error)
+    } finally {
+      await store.close()
+    }
+  }
+  const target = to.kind === 'sqlite' && to.id === undefined
+    ? (to.named ? `${to.text}#${header.id}` : `sqlite:${to.text}#${header.id}`)
+    : to.text
+  const repaired = describeRepair(plan, from)
+  if (flags.json) {
+    outJson({ from: from.text, to: target, id: header.id, events: count, repaired })
+  } else {
+    out(`${from.text} → ${target}: ${plural(count, 'event')} (session ${JSON.stringify(header.id)})`)
+    if (count === 0) out('  the session has no events: a store keeps no log for it, so the copy holds only intent')
+    for (const r of repaired) out(`  the copy includes the load repair: ${r}`)
+  }
+  return 0
+}
+
+module.exports = { convert }

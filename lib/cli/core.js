@@ -1,0 +1,16 @@
+'use strict'
+// What the CLI takes from the package: its public API, the stores, and the
+// native binding's read-only log reader (the stores' own load code). The
+// rules (surface types, canonical headers, the surface fold, repair) all
+// come from here; the CLI re-derives none of them.
+
+const api = require('../../index.js')
+const { binding, wrapNative } = api[Symbol.for('dsh-session-native.internal')]
+const { JsonlSessionStore, SqliteSessionStore, loadAsWriter } = require('../stores.js')
+
+/** The messages a native log derives (through the one derivation, in the Session). */
+function deriveNative(native) {
+  return wrapNative(native).deriveMessages()
+}
+
+module.exports = { api, binding, wrapNative, deriveNative, JsonlSessionStore, SqliteSessionStore, loadAsWriter }

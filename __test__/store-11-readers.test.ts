@@ -70,7 +70,7 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    // The CLI does not address PostgreSQL sessions yet (issue 13, not done).
+    // Written for file addresses; the CLI over postgres:// is store-13-postgres-cli.test.ts.
     it.skipIf(kind === 'postgres')('the CLI inspect and check of a live session write nothing; repair refuses with the session in use', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-reader`)
       const before = snapshot(kind, dir)
@@ -94,7 +94,7 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    // The CLI does not address PostgreSQL sessions yet (issue 13, not done).
+    // Written for file addresses; the CLI over postgres:// is store-13-postgres-cli.test.ts.
     it.skipIf(kind === 'postgres')('repair makes the repair durable once the holder is killed', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-repair-dead`)
       await h.kill()

@@ -108,6 +108,8 @@ pub struct PostgresBackend {
     /// Sessions whose lease this store lost: it never writes them again
     /// (a later load reads them as a reader).
     lost: Mutex<std::collections::HashSet<String>>,
+    /// A reader (the CLI): creates nothing, takes no lease, writes nothing.
+    read_only: bool,
 }
 
 /// A quoted SQL identifier.
@@ -248,8 +250,37 @@ impl PostgresBackend {
             freed: Condvar::new(),
             ready: Mutex::new(false),
             lost: Mutex::new(std::collections::HashSet::new()),
+            read_only: false,
             options,
         })
+    }
+
+    /// A reader of the store's tables (`dsh-session` commands): it checks
+    /// their version and reads; a schema without them holds no session.
+    pub fn reader(options: PgOptions) -> CoreResult<PostgresBackend> {
+        Ok(PostgresBackend {
+            read_only: true,
+            ..PostgresBackend::new(options)?
+        })
+    }
+
+    /// Session `id` read and repaired in memory, with how many rows it
+    /// has; `None` when it is not stored. Writes nothing.
+    pub fn read_log(&self, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
+        check_id(id)?;
+        self.tx_then(|tx| self.read(tx, id), false)
+    }
+
+    /// The stored sessions' headers, ordered as `list()` orders them.
+    pub fn headers(&self) -> CoreResult<Vec<SessionHeader>> {
+        let mut listed: Vec<SessionHeader> = self.list()?.into_iter().map(|l| l.header).collect();
+        let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+        listed.sort_by(|a, b| {
+            created(a)
+                .total_cmp(&created(b))
+                .then_with(|| a.id().cmp(b.id()))
+        });
+        Ok(listed)
     }
 
     /// A PostgreSQL error as a `CoreError` naming the database.
@@ -385,7 +416,7 @@ impl PostgresBackend {
         loop {
             tries += 1;
             match self.create_schema(client) {
-                Err(CoreError::Pg(_)) if tries < 3 => continue,
+                Err(CoreError::Pg(_)) if tries < 3 && !self.read_only => continue,
                 Err(e) => return Err(e),
                 Ok(()) => break,
             }
@@ -400,6 +431,19 @@ impl PostgresBackend {
         let ms = self.options.statement_timeout.as_millis();
         tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
             .map_err(|e| self.err(e))?;
+        if self.read_only {
+            let meta = format!("{s}.dsh_meta");
+            let present = tx
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
+                .and_then(|r| r.try_get::<_, bool>(0))
+                .map_err(|e| self.err(e))?;
+            if !present {
+                return Err(CoreError::NotFound(format!(
+                    "{} holds no session store tables",
+                    self.name
+                )));
+            }
+        }
         let exists = tx
             .query_opt(
                 "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
@@ -427,6 +471,12 @@ impl PostgresBackend {
             Some(v) => {
                 return Err(CoreError::UnsupportedVersion(format!(
                     "session database {} has schema version {v}, incompatible with this build ({SCHEMA_VERSION})",
+                    self.name
+                )))
+            }
+            None if self.read_only => {
+                return Err(CoreError::NotFound(format!(
+                    "{} holds no session store tables",
                     self.name
                 )))
             }
@@ -467,7 +517,7 @@ impl PostgresBackend {
     }
 
     /// Read session `id` and repair it in memory; `None` when not stored.
-    fn read(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<Repaired>> {
+    fn read(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
         let Some(header) = self.header(tx, id)? else {
             return Ok(None);
         };
@@ -492,12 +542,12 @@ impl PostgresBackend {
             spliced.push(values(row));
         }
         if let Some(repaired) = complete_spliced(id, &header, std::slice::from_mut(&mut spliced))? {
-            return Ok(Some(repaired));
+            return Ok(Some((repaired, rows.len())));
         }
         drop(spliced);
         let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
         let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
-        load::repair(id, header, &texts, Place::Row).map(Some)
+        load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))
     }
 
     /// Take the lease of session `id` for this store (a new epoch), or say
@@ -712,7 +762,7 @@ impl PostgresBackend {
 
     /// Release this store's leases (best effort: they expire anyway).
     fn release(&self) {
-        if !*lock(&self.ready) {
+        if self.read_only || !*lock(&self.ready) {
             return;
         }
         let _ = self.tx(|tx| {
@@ -799,7 +849,7 @@ impl Backend for PostgresBackend {
                 Err(e @ CoreError::SessionInUse(_)) => return Ok(Some(Err(e))),
                 Err(e) => return Err(e),
             };
-            let Some(repaired) = self.read(tx, id)? else {
+            let Some((repaired, _)) = self.read(tx, id)? else {
                 return Ok(None);
             };
             if repaired.torn {
@@ -831,7 +881,7 @@ impl Backend for PostgresBackend {
                     refused: Some(refused),
                     ..PgHandle::default()
                 };
-                self.tx_then(|tx| Ok(self.read(tx, id)?.map(|r| r.log)), false)
+                self.tx_then(|tx| Ok(self.read(tx, id)?.map(|(r, _)| r.log)), false)
             }
         }
     }

@@ -3,8 +3,8 @@
 // store makes it on load (JSONL: the core's repair write; SQLite: the store's load).
 
 const { resolveLog } = require('../address.js')
-const { SqliteSessionStore, loadAsWriter } = require('../core.js')
-const { fromPackageError } = require('../errors.js')
+const { PostgresSessionStore, SqliteSessionStore, loadAsWriter } = require('../core.js')
+const { CliError, fromPackageError } = require('../errors.js')
 const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
 const { describeRepair, needsRepair, readLog } = require('../read.js')
@@ -15,6 +15,23 @@ async function repair({ positionals, flags }) {
   let plan
   if (address.kind === 'jsonl') {
     ;({ plan } = await readLog(address, { write: !dryRun }))
+  } else if (address.kind === 'postgres') {
+    ;({ plan } = await readLog(address))
+    if (!dryRun && needsRepair(plan)) {
+      // The store's load makes the repair durable when it can take the
+      // session's lease; while another writer holds it, it writes nothing.
+      const store = new PostgresSessionStore({ connectionString: address.url, schema: address.schema })
+      try {
+        await store.load(address.id)
+      } catch (error) {
+        throw fromPackageError(address.text, error)
+      } finally {
+        await store.close()
+      }
+      if (needsRepair((await readLog(address)).plan)) {
+        throw new CliError(`${address.text}: session ${JSON.stringify(address.id)} is in use: another store holds its write lease; nothing was written`, 'SESSION_IN_USE', { address: address.text })
+      }
+    }
   } else {
     ;({ plan } = await readLog(address))
     if (!dryRun && needsRepair(plan)) {

@@ -6,7 +6,11 @@
  * Hand-written: the generated raw binding (`binding.d.ts`) is internal.
  */
 
+// The service's peers are optional: without them these types are `any` and
+// the rest of the package still type-checks (no skipLibCheck needed).
+// @ts-ignore
 import type { Context as CordisContext, Service as CordisService } from '@deepseek-ai/cordis'
+// @ts-ignore
 import type { Scoped } from '@deepseek-ai/dsh-scope'
 
 // ---------------------------------------------------------------- JSON
@@ -602,7 +606,9 @@ interface SessionStoreEvents {
 
 // The consumer names cordis `@deepseek-ai/cordis` (the published packages)
 // or `cordis` (the monorepo): both are augmented. An augmentation of a module
-// that is not installed is an error only without `skipLibCheck`.
+// that is not installed would be an error without `skipLibCheck`: hence the
+// ts-ignore on each.
+// @ts-ignore
 declare module '@deepseek-ai/cordis' {
   interface Context {
     sessions: SessionStore
@@ -610,6 +616,7 @@ declare module '@deepseek-ai/cordis' {
   interface Events extends SessionStoreEvents {}
 }
 
+// @ts-ignore
 declare module 'cordis' {
   interface Context {
     sessions: SessionStore

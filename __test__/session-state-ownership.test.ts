@@ -112,7 +112,7 @@ function observe(s: Session) {
 
 function expectEqualsFreshCopies(s: Session): void {
   const expected = observe(s)
-  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded', createdAt: 1 }))).toEqual(expected)
+  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
   expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
 }
 
@@ -189,7 +189,7 @@ describe('derived values share the frozen values of the events', () => {
     const m = deriveEventMessage(reply) as { content: unknown; provenance: unknown }
     expect(m.content).toBe(reply.data.content)
     expect(m.provenance).toBe(reply.data.provenance)
-    const r = deriveEventMessage(result) as { content: [{ content: unknown }] }
+    const r = deriveEventMessage(result) as unknown as { content: [{ content: unknown }] }
     expect(r.content[0].content).toBe(result.data.content)
     expect(Object.isFrozen(r) && Object.isFrozen(r.content) && Object.isFrozen(r.content[0])).toBe(true)
   })
@@ -214,13 +214,13 @@ describe('derived values share the frozen values of the events', () => {
     expect(live.deriveMessages()).not.toBe(messages)
     for (const copy of [new Session('seeded', live.events), Session.fromJsonl(live.toJsonl())]) {
       const derived = copy.deriveMessages()
-      const events = copy.events
+      const events = copy.events as readonly { data: { content?: unknown } }[]
       expect(derived[0].content).toBe(events[1].data.content)
       expect(derived[1].content).toBe(events[2].data.content)
       expect(derived[1].content).not.toBe(reply.data.content)
     }
     const parsed = Session.fromJsonl(live.toJsonl())
-    const events = parsed.events // read first: the derive then uses these objects
+    const events = parsed.events as readonly { data: { content?: unknown } }[] // read first: the derive then uses these objects
     expect(parsed.deriveMessages()[0].content).toBe(events[1].data.content)
   })
 
@@ -232,7 +232,7 @@ describe('derived values share the frozen values of the events', () => {
     expect(h).toEqual({ config: PROV, system: 'S' })
     expect(h.config).toBe((header.data as { header: { config: unknown } }).header.config)
     expect(Object.isFrozen(h)).toBe(true)
-    s.append('assistant/chunk', { turn: 1, step: 1, chunk: {} })
+    s.append('assistant/chunk', { turn: 1, step: 1, chunk: { type: 'text-delta' } as never })
     expect(s.requestHeader()).toBe(h)
     s.append('request/header', { header: { config: { provider: 'p', model: 'm2' } }, reason: 'change' })
     expect(s.requestHeader()).not.toBe(h)

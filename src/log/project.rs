@@ -3,8 +3,6 @@
 
 use super::Log;
 use crate::repair::{closers, ScanEvent};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 impl Log {
@@ -29,15 +27,8 @@ impl Log {
 
     /// The payload text of event `seq`.
     pub fn data_of(&self, seq: usize) -> Option<&str> {
-        #[derive(Deserialize)]
-        struct DataOnly<'a> {
-            #[serde(borrow)]
-            data: &'a RawValue,
-        }
-        let text = self.texts.get(seq)?;
-        serde_json::from_str::<DataOnly>(text)
-            .ok()
-            .map(|d| d.data.get())
+        let members = crate::scan::object_members(self.texts.get(seq)?)?;
+        crate::scan::member(&members, "data")
     }
 
     /// The texts of events `seqs` (each held natively) as one JSON array text.

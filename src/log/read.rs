@@ -6,7 +6,6 @@ use crate::error::{CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::priority::lower_priority;
 use crate::session_header::SessionHeader;
-use serde_json::value::RawValue;
 
 /// Logs shorter than this are read on one thread.
 pub(super) const PARALLEL_MIN_LINES: usize = 4096;
@@ -41,12 +40,12 @@ impl Log {
     /// Seed from a JSON array of events (`new Session(id, seed)`) that
     /// continue the log: the first is at index `len()`.
     pub fn seed_json_array(&mut self, json: &str) -> CoreResult<()> {
-        let items: Vec<&RawValue> = serde_json::from_str(json)
-            .map_err(|e| CoreError::InvalidArgument(format!("seed is not a JSON array: {e}")))?;
+        let items = crate::scan::array_items(json)
+            .ok_or_else(|| CoreError::InvalidArgument("seed is not a JSON array".into()))?;
         let first = self.len();
         for (k, raw) in items.iter().enumerate() {
             let index = first + k;
-            self.accept_text(raw.get(), index).map_err(|e| {
+            self.accept_text(raw, index).map_err(|e| {
                 e.unwrap_or_else(|| {
                     CoreError::NotLossless(format!(
                         "seed event at index {index} is not losslessly JSON-serializable"

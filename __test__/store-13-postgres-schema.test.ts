@@ -17,6 +17,7 @@ import {
   psqlRows,
   rejection,
   tempDir,
+  turnBatches,
   turns,
   type SessionStore,
 } from './fixtures-crash/stores.js'
@@ -183,6 +184,24 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL store options and fa
     await done
     // The pooled connection is usable again: the same store loads the session.
     expect((await waiting.load('s')).events).toEqual(turns(1))
+  })
+
+  it('replaces pooled connections the server closed while they were idle: the next operations succeed', async () => {
+    const dir = tempDir('pg-stale')
+    cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    const url = new URL(PG_URL!)
+    url.searchParams.set('application_name', `dsh-stale-${process.pid}`)
+    const store = new PostgresSessionStore({ connectionString: url.toString(), schema: pgSchema(dir), poolSize: 2 })
+    cleanup.push(() => store.close())
+    await store.create(header('s'))
+    await store.append('s', asEvents(turns(1)))
+    // The server ends the store's idle connections (a restart would too).
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const ended = psqlRows(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = 'dsh-stale-${process.pid}'`)
+    expect(ended.length).toBeGreaterThan(0)
+    expect((await store.load('s')).events).toEqual(turns(1))
+    await store.append('s', asEvents(turnBatches(2, 9).flat()))
+    expect((await store.load('s')).events).toHaveLength(18)
   })
 
   it('opens at most poolSize connections, however many operations are in flight', async () => {

@@ -28,6 +28,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// A connection idle in the pool this long is checked (one empty query)
+/// before use: the server may have closed it (a restart, an idle timeout,
+/// a pooler recycling it). Sooner, the check would cost a round trip per
+/// operation of a busy store.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
 /// The `schema_version` row of `dsh_meta` this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -54,7 +60,8 @@ pub struct PgHandle {
 }
 
 struct PoolState {
-    idle: Vec<Client>,
+    /// Idle connections and when each was returned.
+    idle: Vec<(Client, Instant)>,
     /// Connections open or being opened, idle ones included.
     open: usize,
     closed: bool,
@@ -64,6 +71,8 @@ struct PoolState {
 struct Pooled<'a> {
     backend: &'a PostgresBackend,
     client: Option<Client>,
+    /// Idle in the pool for a while (the server may have closed it since).
+    reused: bool,
 }
 
 impl Pooled<'_> {
@@ -78,7 +87,9 @@ impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         let mut state = lock(&self.backend.pool);
         match self.client.take() {
-            Some(client) if !client.is_closed() && !state.closed => state.idle.push(client),
+            Some(client) if !client.is_closed() && !state.closed => {
+                state.idle.push((client, Instant::now()))
+            }
             _ => state.open = state.open.saturating_sub(1),
         }
         drop(state);
@@ -335,26 +346,17 @@ impl PostgresBackend {
             if state.closed {
                 return Err(CoreError::Closed("session store is closed".into()));
             }
-            if let Some(client) = state.idle.pop() {
+            if let Some((client, since)) = state.idle.pop() {
                 return Ok(Pooled {
                     backend: self,
                     client: Some(client),
+                    reused: since.elapsed() >= IDLE_CHECK,
                 });
             }
             if state.open < self.options.pool_size {
                 state.open += 1;
                 drop(state);
-                return match self.connect() {
-                    Ok(client) => Ok(Pooled {
-                        backend: self,
-                        client: Some(client),
-                    }),
-                    Err(e) => {
-                        lock(&self.pool).open -= 1;
-                        self.freed.notify_one();
-                        Err(e)
-                    }
-                };
+                return self.opened();
             }
             let now = Instant::now();
             if now >= deadline {
@@ -373,6 +375,41 @@ impl PostgresBackend {
         }
     }
 
+    /// A new connection counted in the pool's `open` already.
+    fn opened(&self) -> CoreResult<Pooled<'_>> {
+        match self.connect() {
+            Ok(client) => Ok(Pooled {
+                backend: self,
+                client: Some(client),
+                reused: false,
+            }),
+            Err(e) => {
+                lock(&self.pool).open -= 1;
+                self.freed.notify_one();
+                Err(e)
+            }
+        }
+    }
+
+    /// A new connection, never an idle one (replacing a stale one).
+    fn get_new(&self) -> CoreResult<Pooled<'_>> {
+        {
+            let mut state = lock(&self.pool);
+            if state.closed {
+                return Err(CoreError::Closed("session store is closed".into()));
+            }
+            // The idle ones are as old as the stale one: drop them too.
+            state.open = state.open.saturating_sub(state.idle.len());
+            state.idle.clear();
+            if state.open >= self.options.pool_size {
+                drop(state);
+                return self.get();
+            }
+            state.open += 1;
+        }
+        self.opened()
+    }
+
     /// Run `f` in a transaction (statement and lock timeouts set for it
     /// alone) and commit; an error rolls it back.
     fn tx<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
@@ -387,6 +424,26 @@ impl PostgresBackend {
     ) -> CoreResult<T> {
         let mut conn = self.get()?;
         self.ensure_schema(conn.client()?)?;
+        if conn.reused {
+            // An idle connection the server closed (a restart, an idle
+            // timeout, a pooler recycling it) fails at BEGIN, before any of
+            // this work: open a new one instead, once.
+            // Closed: an I/O error, or the server's last word on it (a
+            // connection exception, an administrator's shutdown or kill).
+            let stale = match conn.client()?.batch_execute("") {
+                Ok(()) => false,
+                Err(e) => match e.as_db_error().map(|db| db.code().code()) {
+                    None => true,
+                    Some(code) if code.starts_with("08") || code.starts_with("57P") => true,
+                    Some(_) => return Err(self.err(e)),
+                },
+            };
+            if stale {
+                conn.client = None;
+                drop(conn);
+                conn = self.get_new()?;
+            }
+        }
         let client = conn.client()?;
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
         let ms = self.options.statement_timeout.as_millis();

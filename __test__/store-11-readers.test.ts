@@ -8,7 +8,7 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { cli } from './cli-helpers.js'
 import { type Holder, spawnHolder } from './fixtures-crash/holder.js'
-import { interruptedTurnClosers, asEvents, pgDump, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
+import { interruptedTurnClosers, asEvents, pgDump, pgSchema, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
 
 const cleanup: (() => Promise<void> | void)[] = []
 afterEach(async () => {
@@ -45,7 +45,15 @@ function snapshot(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string): unknown {
   return sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 'live' })
 }
 
+/** The PostgreSQL store of `dir` as a CLI address (its schema), without a session. */
+function pgAddress(dir: string): string {
+  const url = new URL(process.env.DSH_TEST_PG_URL ?? 'postgres://unset')
+  url.searchParams.set('schema', pgSchema(dir))
+  return url.toString()
+}
+
 const ADDRESS: Record<string, (dir: string) => string> = {
+  postgres: (dir: string) => `${pgAddress(dir)}#live`,
   jsonl: (dir: string) => path.join(dir, '_no-cwd', 'live.jsonl'),
   sqlite: (dir: string) => `sqlite:${path.join(dir, 'sessions.db')}#live`,
 }
@@ -70,8 +78,7 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    // Written for file addresses; the CLI over postgres:// is store-13-postgres-cli.test.ts.
-    it.skipIf(kind === 'postgres')('the CLI inspect and check of a live session write nothing; repair refuses with the session in use', async () => {
+    it('the CLI inspect and check of a live session write nothing; repair refuses with the session in use', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-reader`)
       const before = snapshot(kind, dir)
       const address = ADDRESS[kind](dir)
@@ -80,7 +87,7 @@ for (const { kind, make } of STORES) {
       const check = await cli(['check', address])
       expect(check.code).toBe(2)
       for (const args of [['derive', address, '--repaired'], ['surface', address, '--repaired'], ['repair', address, '--dry-run'],
-        ['list', kind === 'jsonl' ? dir : `sqlite:${path.join(dir, 'sessions.db')}`],
+        ['list', kind === 'jsonl' ? dir : kind === 'postgres' ? pgAddress(dir) : `sqlite:${path.join(dir, 'sessions.db')}`],
         ['convert', address, kind === 'jsonl' ? `sqlite:${path.join(dir, 'copy.db')}#live` : path.join(dir, 'copy.jsonl')]]) {
         expect((await cli(args)).code, args.join(' ')).toBe(0)
       }
@@ -94,8 +101,7 @@ for (const { kind, make } of STORES) {
       expect((await storeIn(make, dir).load('live')).events).toEqual(h.acked)
     })
 
-    // Written for file addresses; the CLI over postgres:// is store-13-postgres-cli.test.ts.
-    it.skipIf(kind === 'postgres')('repair makes the repair durable once the holder is killed', async () => {
+    it('repair makes the repair durable once the holder is killed', async () => {
       const { dir, h } = await heldSession(kind, `${kind}-cli-repair-dead`)
       await h.kill()
       const address = ADDRESS[kind](dir)

@@ -566,8 +566,19 @@ impl<B: Backend> SessionStore for Store<B> {
         } else {
             None
         };
-        self.load_into(key, &mut slot, lease)?
-            .ok_or_else(|| not_found(&key.id))
+        let log = self
+            .load_into(key, &mut slot, lease)?
+            .ok_or_else(|| not_found(&key.id))?;
+        // A backend with its own lease loaded as a reader: a writer's load
+        // is refused instead (its view is returned to readers only).
+        if let Some(refused) = slot
+            .as_ref()
+            .filter(|_| writer)
+            .and_then(|t| self.backend.refusal(&t.handle))
+        {
+            return Err(refused);
+        }
+        Ok(log)
     }
 
     fn cursor(&self, id: &str) -> Option<u64> {

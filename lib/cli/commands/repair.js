@@ -4,7 +4,7 @@
 
 const { resolveLog } = require('../address.js')
 const { PostgresSessionStore, SqliteSessionStore, loadAsWriter } = require('../core.js')
-const { CliError, fromPackageError } = require('../errors.js')
+const { fromPackageError } = require('../errors.js')
 const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
 const { describeRepair, needsRepair, readLog } = require('../read.js')
@@ -15,27 +15,14 @@ async function repair({ positionals, flags }) {
   let plan
   if (address.kind === 'jsonl') {
     ;({ plan } = await readLog(address, { write: !dryRun }))
-  } else if (address.kind === 'postgres') {
-    ;({ plan } = await readLog(address))
-    if (!dryRun && needsRepair(plan)) {
-      // The store's load makes the repair durable when it can take the
-      // session's lease; while another writer holds it, it writes nothing.
-      const store = new PostgresSessionStore({ connectionString: address.url, schema: address.schema })
-      try {
-        await store.load(address.id)
-      } catch (error) {
-        throw fromPackageError(address.text, error)
-      } finally {
-        await store.close()
-      }
-      if (needsRepair((await readLog(address)).plan)) {
-        throw new CliError(`${address.text}: session ${JSON.stringify(address.id)} is in use: another store holds its write lease; nothing was written`, 'SESSION_IN_USE', { address: address.text })
-      }
-    }
   } else {
     ;({ plan } = await readLog(address))
     if (!dryRun && needsRepair(plan)) {
-      const store = new SqliteSessionStore({ path: address.path })
+      // The store's load as the session's writer makes the repair durable; it
+      // is refused (SESSION_IN_USE, naming the holder) while another store holds it.
+      const store = address.kind === 'postgres'
+        ? new PostgresSessionStore({ connectionString: address.url, schema: address.schema })
+        : new SqliteSessionStore({ path: address.path })
       try {
         await loadAsWriter(store, address.id)
       } catch (error) {

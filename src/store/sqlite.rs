@@ -228,6 +228,23 @@ fn owned_row<const N: usize>(row: &rusqlite::Row<'_>) -> rusqlite::Result<[SqlVa
     Ok(out)
 }
 
+/// How long a connection waits for another one's lock (and an open retries).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why one attempt to open the database failed.
+enum Opening {
+    /// Another connection held a lock: worth another attempt.
+    Busy(rusqlite::Error),
+    Failed(CoreError),
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 pub(crate) fn sql_err(path: &str, e: rusqlite::Error) -> CoreError {
     CoreError::Sqlite(format!("session database at \"{path}\": {e}"))
 }
@@ -702,22 +719,52 @@ impl SqliteBackend {
     }
 
     fn open(&self) -> CoreResult<Connection> {
-        let conn = Connection::open(&self.path).map_err(|e| self.err(e))?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(|e| self.err(e))?;
-        let version = schema_version(&conn, &self.path)?;
+        // Another process opening (and stamping) the same fresh database at
+        // the same moment can make a step fail with SQLITE_BUSY without the
+        // busy handler being asked (switching to WAL, upgrading a read
+        // lock): the whole open is retried for as long as the busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match self.open_once() {
+                Ok(conn) => return Ok(conn),
+                Err(Opening::Busy(e)) if std::time::Instant::now() < deadline => {
+                    drop(e);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(Opening::Busy(e)) => return Err(self.err(e)),
+                Err(Opening::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    fn open_once(&self) -> Result<Connection, Opening> {
+        let sql = |e: rusqlite::Error| {
+            if is_busy(&e) {
+                Opening::Busy(e)
+            } else {
+                Opening::Failed(self.err(e))
+            }
+        };
+        let conn = Connection::open(&self.path).map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if version != 0 {
+            schema_version(&conn, &self.path).map_err(Opening::Failed)?;
+        }
         let _mode: String = conn
             .pragma_update_and_check(None, "journal_mode", &self.journal_mode, |r| r.get(0))
-            .map_err(|e| self.err(e))?;
+            .map_err(sql)?;
         conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;")
-            .map_err(|e| self.err(e))?;
+            .map_err(sql)?;
         if version == 0 {
             conn.execute_batch(&format!(
                 "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             ))
             .map_err(|e| {
                 let _ = conn.execute_batch("ROLLBACK");
-                self.err(e)
+                sql(e)
             })?;
         }
         Ok(conn)

@@ -481,6 +481,45 @@ export declare class SqliteSessionStore implements DurableSessionStore {
   close(): Promise<void>
 }
 
+export interface PostgresSessionStoreOptions {
+  /** A libpq-style URL (`postgres://user:password@host:port/db`), as `pg` and `psql` accept. */
+  connectionString: string
+  /** Schema holding `sessions`, `events`, `leases` and `dsh_meta` (created on first use). Default `'public'`. */
+  schema?: string
+  /** Connections the store opens at most. Default 4. */
+  poolSize?: number
+  /**
+   * How long a writer's lease on a session lasts after its last write, in ms
+   * (renewed by every append and flush). Another store takes over an expired
+   * lease; the old writer's next write then rejects with `LEASE_LOST`. Default 30000.
+   */
+  leaseMs?: number
+  /** Server-side limit of every statement (and lock wait), in ms. Default 30000. */
+  statementTimeoutMs?: number
+  /** Limit of opening a connection, in ms (unless the URL sets `connect_timeout`). Default 10000. */
+  connectTimeoutMs?: number
+}
+
+/**
+ * Sessions in the SPEC 11 tables of one PostgreSQL schema, one writer per
+ * session across hosts. Rejections carry `code`: `PG_CONNECT` (the server
+ * cannot be reached), `PG` (a statement failed or timed out),
+ * `SESSION_IN_USE` (another store holds the session's lease),
+ * `LEASE_LOST` (this store's lease was taken over: it never writes the
+ * session again), besides the codes of the other stores.
+ */
+export declare class PostgresSessionStore implements DurableSessionStore {
+  constructor(options: PostgresSessionStoreOptions)
+  create(header: SessionHeader): Promise<void>
+  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
+  load(id: SessionId | string): Promise<StoredSession>
+  open(id: SessionId | string): Promise<Session>
+  flush(session: Session): Promise<number>
+  list(): Promise<SessionHeader[]>
+  locate(header: SessionHeader): undefined
+  close(): Promise<void>
+}
+
 // ---------------------------------------------------------------- the SessionStore service (SPEC 12)
 
 /** Options of `ctx.sessions.create` / `prepare`. */

@@ -88,3 +88,4 @@ const service = require('./lib/service.js')
 service.useCore(module.exports)
 module.exports.SessionStore = service.SessionStore
 module.exports.SessionForkError = service.SessionForkError
+module.exports.PostgresSessionStore = stores.PostgresSessionStore

@@ -45,6 +45,7 @@ export const {
   checkSessionInvariants,
   JsonlSessionStore,
   SqliteSessionStore,
+  PostgresSessionStore,
   SessionStore,
   SessionForkError,
 } = core

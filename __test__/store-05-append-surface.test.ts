@@ -6,7 +6,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { asEvents, header, rejection, Session, sqliteTool, STORES, T0, tempDir, turns, type AnyEvent, type SessionStore } from './fixtures-crash/stores.js'
+import { asEvents, header, pgDump, rejection, Session, sqliteTool, STORES, T0, tempDir, turns, type AnyEvent, type SessionStore } from './fixtures-crash/stores.js'
 
 const cleanup: (() => Promise<void> | void)[] = []
 afterEach(async () => {
@@ -31,6 +31,7 @@ const BAD: [string, AnyEvent[], string][] = [
 
 function stored(kind: string, dir: string): unknown {
   if (kind === 'jsonl') return fs.readFileSync(path.join(dir, '_no-cwd', 's.jsonl'), 'utf8')
+  if (kind === 'postgres') return pgDump(dir, 's').rows
   return sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 's' })
 }
 

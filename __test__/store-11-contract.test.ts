@@ -412,6 +412,8 @@ for (const { kind, make } of STORES) {
 
   describe(`${kind} store: ids`, () => {
     const HOSTILE = ['../x', '/', 'a/b', 'a\\b', '.', '..', '...', '~', '~002E', 'a\u0000b', "x'); DROP TABLE sessions; --", '"', '😀', 'é', ' ']
+      // PostgreSQL text cannot hold U+0000: that store refuses such ids (store-13-postgres-schema).
+      .filter((id) => kind !== 'postgres' || !id.includes('\u0000'))
 
     it('stores, loads and lists hostile ids without escaping the store', async () => {
       const { store, dir } = setup(make, `${kind}-ids`)

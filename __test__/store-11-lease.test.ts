@@ -12,6 +12,7 @@ import {
   interruptedTurnClosers,
   rejection,
   Session,
+  pgDump,
   sqliteTool,
   STORES,
   tempDir,
@@ -31,7 +32,7 @@ function dirFor(label: string): string {
   return dir
 }
 
-async function holder(kind: 'jsonl' | 'sqlite', dir: string, id: string): Promise<Holder> {
+async function holder(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string, id: string): Promise<Holder> {
   const h = await spawnHolder(kind, dir, id)
   cleanup.push(() => {
     if (h.child.exitCode === null && h.child.signalCode === null) return h.kill()
@@ -112,6 +113,8 @@ for (const { kind, make } of STORES) {
         const file = path.join(dir, '_no-cwd', 'k.jsonl')
         const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n')
         expect(lines.slice(1).map((l) => JSON.parse(l))).toEqual(loaded.events)
+      } else if (kind === 'postgres') {
+        expect(pgDump(dir, 'k').rows).toHaveLength(loaded.events.length)
       } else {
         const dump = sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 'k' })
         expect(dump.rows).toHaveLength(loaded.events.length)

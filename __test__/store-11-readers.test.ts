@@ -8,14 +8,14 @@ import * as path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { cli } from './cli-helpers.js'
 import { type Holder, spawnHolder } from './fixtures-crash/holder.js'
-import { interruptedTurnClosers, asEvents, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
+import { interruptedTurnClosers, asEvents, pgDump, pgSchema, rejection, sqliteTool, STORES, tempDir, turnBatches, type SessionStore } from './fixtures-crash/stores.js'
 
 const cleanup: (() => Promise<void> | void)[] = []
 afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f()
 })
 
-async function heldSession(kind: 'jsonl' | 'sqlite', label: string): Promise<{ dir: string; h: Holder }> {
+async function heldSession(kind: 'jsonl' | 'sqlite' | 'postgres', label: string): Promise<{ dir: string; h: Holder }> {
   const dir = tempDir(label)
   cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
   const h = await spawnHolder(kind, dir, 'live')
@@ -35,7 +35,9 @@ function storeIn(make: (dir: string) => SessionStore, dir: string): SessionStore
 }
 
 /** What a reader must leave alone: the log's bytes and mtime, or the session's rows. */
-function snapshot(kind: 'jsonl' | 'sqlite', dir: string): unknown {
+function snapshot(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string): unknown {
+  // PostgreSQL: the session's rows and its lease row (a reader takes no lease).
+  if (kind === 'postgres') return pgDump(dir, 'live')
   if (kind === 'jsonl') {
     const file = path.join(dir, '_no-cwd', 'live.jsonl')
     return { bytes: fs.readFileSync(file, 'latin1'), mtime: fs.statSync(file).mtimeMs }
@@ -43,7 +45,15 @@ function snapshot(kind: 'jsonl' | 'sqlite', dir: string): unknown {
   return sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 'live' })
 }
 
-const ADDRESS = {
+/** The PostgreSQL store of `dir` as a CLI address (its schema), without a session. */
+function pgAddress(dir: string): string {
+  const url = new URL(process.env.DSH_TEST_PG_URL ?? 'postgres://unset')
+  url.searchParams.set('schema', pgSchema(dir))
+  return url.toString()
+}
+
+const ADDRESS: Record<string, (dir: string) => string> = {
+  postgres: (dir: string) => `${pgAddress(dir)}#live`,
   jsonl: (dir: string) => path.join(dir, '_no-cwd', 'live.jsonl'),
   sqlite: (dir: string) => `sqlite:${path.join(dir, 'sessions.db')}#live`,
 }
@@ -77,7 +87,7 @@ for (const { kind, make } of STORES) {
       const check = await cli(['check', address])
       expect(check.code).toBe(2)
       for (const args of [['derive', address, '--repaired'], ['surface', address, '--repaired'], ['repair', address, '--dry-run'],
-        ['list', kind === 'jsonl' ? dir : `sqlite:${path.join(dir, 'sessions.db')}`],
+        ['list', kind === 'jsonl' ? dir : kind === 'postgres' ? pgAddress(dir) : `sqlite:${path.join(dir, 'sessions.db')}`],
         ['convert', address, kind === 'jsonl' ? `sqlite:${path.join(dir, 'copy.db')}#live` : path.join(dir, 'copy.jsonl')]]) {
         expect((await cli(args)).code, args.join(' ')).toBe(0)
       }

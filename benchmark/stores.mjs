@@ -7,10 +7,15 @@
 //     open first); GC time inside a gap is shown apart
 // Times are medians; fsync times drift on a shared machine, so the flush runs interleave
 // ours and the baselines. Only the ratios are meant to be compared.
+// With DSH_BENCH_PG_URL (a PostgreSQL URL; a throwaway schema is used and dropped), the
+// PostgreSQL store too, against the same work through `psql`: open + first derive vs
+// COPY of the rows out and JSON.parse of each event, flush turn by turn vs one psql
+// session running a prepared INSERT per event in one transaction per batch.
 //
 //   npm run build && node benchmark/stores.mjs [events=100000]
+//   DSH_BENCH_PG_URL=postgres://… node benchmark/stores.mjs --postgres-only [events]
 
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
@@ -22,11 +27,13 @@ const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
 const self = fileURLToPath(import.meta.url)
 const { Session } = require('../index.js')
-const { JsonlSessionStore, SqliteSessionStore } = require('../lib/stores.js')
+const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore } = require('../lib/stores.js')
 const { generateOps, toEvents } = await import(path.resolve(here, '../test-data/bench/workload.mjs'))
 
 const PAUSES = process.argv[2] === '--pauses'
-const N = Number(PAUSES ? process.argv[4] : (process.argv[2] ?? 100_000))
+const PG_ONLY = process.argv[2] === '--postgres-only'
+const PG_URL = process.env.DSH_BENCH_PG_URL
+const N = Number(PAUSES ? process.argv[4] : ((PG_ONLY ? process.argv[3] : process.argv[2]) ?? 100_000))
 const OPEN_RUNS = 5
 const FLUSH_RUNS = 3
 const ID = 'bench-session'
@@ -269,6 +276,161 @@ function betterSqlite() {
   db.close()
   fs.rmSync(dir, { recursive: true, force: true })
   return sum
+}
+
+// ---------------------------------------------------------------- PostgreSQL (DSH_BENCH_PG_URL)
+
+const PG_SCHEMA = `dsh_bench_${process.pid}`
+let pgRuns = 0
+const pgMake = () => new PostgresSessionStore({ connectionString: PG_URL, schema: `${PG_SCHEMA}_${pgRuns++}` })
+
+function psql(sql) {
+  return execFileSync('psql', [PG_URL, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-c', `SET client_min_messages = warning; ${sql}`], { encoding: 'utf8', maxBuffer: 1 << 30 })
+}
+
+function dropBenchSchemas() {
+  const names = psql(`SELECT nspname FROM pg_namespace WHERE nspname LIKE '${PG_SCHEMA}%'`).split('\n').filter(Boolean)
+  for (const name of names) psql(`DROP SCHEMA ${name} CASCADE`)
+}
+
+/** Open + first derive through the store, and the same rows through `psql` COPY + JSON.parse. */
+async function pgOpen() {
+  const store = pgMake()
+  const schema = `${PG_SCHEMA}_${pgRuns - 1}`
+  await store.create(HEADER)
+  for (const [from, to] of turns) await store.append(ID, events.slice(from, to))
+  await store.open(ID) // the repair of the cut-short last turn, once
+  const ours = []
+  for (let r = 0; r < OPEN_RUNS; r++) {
+    const t0 = performance.now()
+    const session = await store.open(ID)
+    if (session.deriveMessages().length === 0) throw new Error('nothing derived')
+    ours.push(performance.now() - t0)
+  }
+  await store.close()
+  const copy = `COPY (SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = '${ID}' ORDER BY seq) TO STDOUT WITH (FORMAT csv)`
+  const base = []
+  for (let r = 0; r < OPEN_RUNS; r++) {
+    const t0 = performance.now()
+    const text = execFileSync('psql', [PG_URL, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', copy], { encoding: 'utf8', maxBuffer: 1 << 30 })
+    // CSV rows: the JSON columns are quoted fields; parse each event's data.
+    let count = 0
+    for (const line of csvRows(text)) {
+      JSON.parse(line[3])
+      count++
+    }
+    base.push(performance.now() - t0)
+    if (count < N) throw new Error(`short copy: ${count}`)
+  }
+  return [median(ours), median(base)]
+}
+
+/** Rows of CSV text (quoted fields may hold newlines and doubled quotes). */
+function* csvRows(text) {
+  let row = []
+  let i = 0
+  while (i < text.length) {
+    if (text[i] === '"') {
+      let j = i + 1
+      let value = ''
+      for (;;) {
+        const q = text.indexOf('"', j)
+        if (text[q + 1] === '"') {
+          value += text.slice(j, q + 1)
+          j = q + 2
+        } else {
+          value += text.slice(j, q)
+          i = q + 1
+          break
+        }
+      }
+      row.push(value)
+    } else {
+      let j = i
+      while (j < text.length && text[j] !== ',' && text[j] !== '\n') j++
+      row.push(text.slice(i, j))
+      i = j
+    }
+    if (text[i] === ',') i++
+    else if (text[i] === '\n' || i >= text.length) {
+      i++
+      yield row
+      row = []
+    }
+  }
+}
+
+/** Turn-by-turn writes through one `psql` session: a prepared INSERT per event, one transaction per batch. */
+async function pgPsqlFlush() {
+  const schema = `${PG_SCHEMA}_${pgRuns++}`
+  psql(`CREATE SCHEMA ${schema};
+    CREATE TABLE ${schema}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, created_at BIGINT NOT NULL,
+      cwd TEXT, parent_session TEXT, seed_length BIGINT);
+    CREATE TABLE ${schema}.events (session_id TEXT NOT NULL REFERENCES ${schema}.sessions(id) ON DELETE CASCADE,
+      seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data TEXT NOT NULL,
+      source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq));`)
+  const child = spawn('psql', [PG_URL, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'pipe', 'inherit'] })
+  child.stdout.setEncoding('utf8')
+  let pending
+  let buffered = ''
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk
+    if (buffered.includes('batch-done')) {
+      buffered = ''
+      pending()
+    }
+  })
+  const run = (sql) => new Promise((resolve) => {
+    pending = resolve
+    child.stdin.write(`${sql}\n\\echo batch-done\n`)
+  })
+  const lit = (v) => {
+    if (v === undefined) return 'NULL'
+    const text = JSON.stringify(v)
+    if (text.includes('$j$')) throw new Error('quote tag in the workload')
+    return `$j$${text}$j$`
+  }
+  await run(`PREPARE ins (text, bigint, text, bigint, text, text, text) AS INSERT INTO ${schema}.events
+    (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES ($1, $2, $3, $4, $5, $6, $7);`)
+  let sum = 0
+  for (let t = 0; t < turns.length; t++) {
+    const [from, to] = turns[t]
+    let sql = 'BEGIN;'
+    if (t === 0) sql += `INSERT INTO ${schema}.sessions (id, version, created_at, cwd) VALUES ('${ID}', 0, ${HEADER.createdAt}, '${HEADER.cwd}');`
+    for (let i = from; i < to; i++) {
+      const e = events[i]
+      sql += `EXECUTE ins('${ID}', ${e.seq}, $t$${e.type}$t$, ${e.time}, ${lit(e.data)}, ${lit(e.sourceEventSeqs)}, ${lit(e.surfaceOp)});`
+    }
+    sql += 'COMMIT;'
+    const t0 = performance.now()
+    await run(sql)
+    sum += performance.now() - t0
+  }
+  child.stdin.end()
+  await new Promise((resolve) => child.on('exit', resolve))
+  return sum
+}
+
+if (PG_ONLY) {
+  if (PG_URL === undefined) throw new Error('--postgres-only needs DSH_BENCH_PG_URL')
+  console.log(`workload: ${N} events in ${turns.length} turns; PostgreSQL at ${new URL(PG_URL).host}`)
+  try {
+    const [open, copy] = await pgOpen()
+    const runs = { ours: [], psql: [] }
+    for (let r = 0; r < FLUSH_RUNS; r++) {
+      runs.psql.push(await pgPsqlFlush())
+      runs.ours.push(await flushTurns(pgMake))
+    }
+    console.log('')
+    console.log('| measure | ours ms | baseline | baseline ms | ratio |')
+    console.log('|---|---:|---|---:|---:|')
+    console.log(`| open + first deriveMessages, PostgreSQL | ${ms(open)} | psql COPY out + JSON.parse per event | ${ms(copy)} | ${(open / copy).toFixed(2)}x |`)
+    const [ours, base] = [median(runs.ours), median(runs.psql)]
+    console.log(`| flush turn by turn, PostgreSQL | ${ms(ours)} | psql, prepared INSERT per event, 1 tx per batch | ${ms(base)} | ${(ours / base).toFixed(2)}x |`)
+  } finally {
+    dropBenchSchemas()
+  }
+  process.exit(0)
 }
 
 console.log(`workload: ${N} events in ${turns.length} turns, ${(jsonlText.length / 1e6).toFixed(1)} MB of JSONL`)

@@ -1,11 +1,12 @@
 // lib/stores.js is re-exported by index.js; its types are declared in index.d.ts.
-export { JsonlSessionStore, SqliteSessionStore } from '../index'
+export { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore } from '../index'
 export type {
   JsonlSessionStoreOptions,
   SessionLocation,
   DurableSessionStore,
   SqliteJournalMode,
   SqliteSessionStoreOptions,
+  PostgresSessionStoreOptions,
   StoredSession,
 } from '../index'
 /** Internal: hand the stores the session core they work with. */

@@ -293,7 +293,49 @@ class SqliteSessionStore extends SessionStoreBase {
   }
 }
 
-module.exports = { JsonlSessionStore, SqliteSessionStore }
+/** Milliseconds option `name` of PostgresSessionStore: a positive integer up to 2^31 - 1, or the default. */
+function millis(options, name, fallback) {
+  const value = options[name]
+  if (value === undefined) return fallback
+  if (!Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
+    throw fail(`PostgresSessionStore ${name} must be a positive integer of milliseconds, got ${String(value)}`, 'INVALID_ARGUMENT')
+  }
+  return value
+}
+
+/**
+ * Sessions in the SPEC 11 tables of one PostgreSQL schema, one writer per
+ * session across hosts (a lease row with an epoch fences every append).
+ */
+class PostgresSessionStore extends SessionStoreBase {
+  constructor(options) {
+    const url = options?.connectionString
+    if (typeof url !== 'string' || url.length === 0) {
+      throw fail('PostgresSessionStore needs { connectionString: string } (a libpq-style URL)', 'INVALID_ARGUMENT')
+    }
+    const schema = options.schema ?? 'public'
+    if (typeof schema !== 'string' || schema.length === 0) {
+      throw fail('PostgresSessionStore schema must be a non-empty string', 'INVALID_ARGUMENT')
+    }
+    const poolSize = options.poolSize ?? 4
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1024) {
+      throw fail(`PostgresSessionStore poolSize must be an integer from 1 to 1024, got ${String(poolSize)}`, 'INVALID_ARGUMENT')
+    }
+    super(
+      NativeStore.postgres(
+        url,
+        schema,
+        poolSize,
+        millis(options, 'leaseMs', 30_000),
+        millis(options, 'statementTimeoutMs', 30_000),
+        millis(options, 'connectTimeoutMs', 10_000),
+      ),
+      false,
+    )
+  }
+}
+
+module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore }
 // For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
 Object.defineProperty(module.exports, 'useCore', { value: useCore })
 // For bin/dsh-session.js: a repair loads as the session's writer, so it never

@@ -67,6 +67,15 @@ pub enum CoreError {
     /// A JSONL log renamed over, removed or changed under the store that has it open.
     #[error("{0}")]
     LogReplaced(String),
+    /// A PostgreSQL writer whose lease another store took over: it may never write again.
+    #[error("{0}")]
+    LeaseLost(String),
+    /// A PostgreSQL server that cannot be reached or refuses the connection.
+    #[error("{0}")]
+    PgConnect(String),
+    /// A PostgreSQL failure (a statement timeout, a lost connection), with the database it concerns.
+    #[error("{0}")]
+    Pg(String),
 }
 
 impl CoreError {
@@ -93,6 +102,9 @@ impl CoreError {
             CoreError::Closed(_) => "STORE_CLOSED",
             CoreError::SessionInUse(_) => "SESSION_IN_USE",
             CoreError::LogReplaced(_) => "LOG_REPLACED",
+            CoreError::LeaseLost(_) => "LEASE_LOST",
+            CoreError::PgConnect(_) => "PG_CONNECT",
+            CoreError::Pg(_) => "PG",
         }
     }
 
@@ -120,6 +132,9 @@ impl CoreError {
             Closed(m) => Closed(f(m)),
             SessionInUse(m) => SessionInUse(f(m)),
             LogReplaced(m) => LogReplaced(f(m)),
+            LeaseLost(m) => LeaseLost(f(m)),
+            PgConnect(m) => PgConnect(f(m)),
+            Pg(m) => Pg(f(m)),
         }
     }
 }

@@ -3,7 +3,7 @@
 // per line, and answers one line each, so the parent can hold a session
 // open in another process, write through it, and kill it.
 //
-//   node holder.cjs <jsonl|sqlite> <dir> <id>
+//   node holder.cjs <jsonl|sqlite|postgres> <dir> <id>
 //
 // On start it loads the session (creating it when absent) and prints
 // `READY <pid> <events>`. Orders:
@@ -23,7 +23,9 @@ const [kind, dir, id] = process.argv.slice(2)
 // The same locations as STORES in stores.ts.
 const store = kind === 'jsonl'
   ? new JsonlSessionStore({ root: dir })
-  : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+  : kind === 'postgres'
+    ? require('./pg.cjs').pgStore(dir)
+    : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
 const say = (line) => process.stdout.write(`${line}\n`)
 
 let seq = 0

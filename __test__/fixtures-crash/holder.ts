@@ -26,7 +26,7 @@ export interface Holder {
 }
 
 /** Start a child that holds session `id` of the `kind` store in `dir`. */
-export function spawnHolder(kind: 'jsonl' | 'sqlite', dir: string, id: string): Promise<Holder> {
+export function spawnHolder(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string, id: string): Promise<Holder> {
   const child = spawn(process.execPath, [HOLDER, kind, dir, id], { stdio: ['pipe', 'pipe', 'pipe'] })
   const acked: AnyEvent[] = []
   let buffered = ''

@@ -15,9 +15,21 @@ const nodeRequire = createRequire(__filename)
 const index = nodeRequire('../../index.js') as typeof import('../../index.js')
 const stores = nodeRequire('../../lib/stores.js') as typeof import('../../lib/stores.js')
 export const { Session, interruptedTurnClosers } = index
-export const { JsonlSessionStore, SqliteSessionStore } = stores
+export const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore } = stores
 export type JsonlSessionStore = import('../../lib/stores.js').JsonlSessionStore
 export type SqliteSessionStore = import('../../lib/stores.js').SqliteSessionStore
+export type PostgresSessionStore = import('../../lib/stores.js').PostgresSessionStore
+
+/** The test server's URL (.ci/run starts one); unset: the PostgreSQL tests skip. */
+export const PG_URL = process.env.DSH_TEST_PG_URL
+export const PG_SKIP = 'PostgreSQL store tests skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)'
+
+const pg = nodeRequire('./pg.cjs') as {
+  pgSchema: (dir: string) => string
+  pgStore: (dir: string, options?: Record<string, unknown>) => SessionStore
+}
+/** A schema of its own for each test directory, and the store there. */
+export const { pgSchema, pgStore } = pg
 export type { SessionStore }
 
 /** A raw event record (one definition for every test helper). */
@@ -33,7 +45,12 @@ export function tempDir(label: string): string {
 export const STORES = [
   { kind: 'jsonl' as const, make: (dir: string): SessionStore => new JsonlSessionStore({ root: dir }) },
   { kind: 'sqlite' as const, make: (dir: string): SessionStore => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') }) },
+  // One schema per test directory; absent when no server is configured.
+  ...(PG_URL === undefined
+    ? []
+    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => pgStore(dir) }]),
 ]
+if (PG_URL === undefined) console.warn(PG_SKIP)
 export type StoreKind = (typeof STORES)[number]['kind']
 
 const turnsModule = nodeRequire('./turns.cjs') as {
@@ -82,3 +99,32 @@ export async function rejection(promise: Promise<unknown>): Promise<{ code: stri
   }
   throw new Error('expected a rejection')
 }
+
+/** The rows `sql` selects, through the plain PostgreSQL client (`psql`), as JSON objects. */
+export function psqlRows(sql: string): any[] {
+  const out = execFileSync('psql', [PG_URL ?? '', '-X', '-A', '-t', '-q', '-v', 'ON_ERROR_STOP=1', '-c', `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) r`], { encoding: 'utf8', maxBuffer: 1 << 28 })
+  return JSON.parse(out)
+}
+
+/** A session as the PostgreSQL store of `dir` holds it, read with `psql`: its row, its events' rows, its lease row. */
+export function pgDump(dir: string, id: string): { session: unknown; rows: any[]; lease: unknown } {
+  const s = pgSchema(dir)
+  const lit = `'${id.replaceAll("'", "''")}'`
+  return {
+    session: psqlRows(`SELECT * FROM ${s}.sessions WHERE id = ${lit}`)[0],
+    rows: psqlRows(`SELECT * FROM ${s}.events WHERE session_id = ${lit} ORDER BY seq`),
+    lease: psqlRows(`SELECT * FROM ${s}.leases WHERE session_id = ${lit}`)[0],
+  }
+}
+
+/** Run SQL statements through `psql` (stops at the first error, which throws). */
+export function psqlExec(sql: string): void {
+  execFileSync('psql', [PG_URL ?? '', '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { input: sql, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] })
+}
+
+/** `text` as an SQL string literal (dollar-quoted: kept byte for byte). */
+export function sqlText(text: string): string {
+  if (text.includes('$dsh$')) throw new Error('sqlText: text contains the quote tag')
+  return `$dsh$${text}$dsh$`
+}
+

@@ -3,14 +3,15 @@
 // turn, forever, printing `ACK <events JSON>` once each batch is durable.
 // The parent kills it with SIGKILL at random moments.
 //
-//   node writer.cjs <jsonl|sqlite> <dir> <id> <append|flush> <seed>
+//   node writer.cjs <jsonl|sqlite|postgres> <dir> <id> <append|flush> <seed> [max text length]
 
 const path = require('node:path')
 const { Session } = require('../../index.js')
 const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
 const { turnBatches } = require('./turns.cjs')
 
-const [kind, dir, id, mode, seedText] = process.argv.slice(2)
+const [kind, dir, id, mode, seedText, maxTextArg] = process.argv.slice(2)
+const maxText = Number(maxTextArg ?? 40_000)
 let seed = Number(seedText) >>> 0
 function random() {
   seed = (seed + 0x6d2b79f5) >>> 0
@@ -23,7 +24,9 @@ function random() {
 // The same locations as STORES in stores.ts.
 const store = kind === 'jsonl'
   ? new JsonlSessionStore({ root: dir })
-  : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+  : kind === 'postgres'
+    ? require('./pg.cjs').pgStore(dir)
+    : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
 const say = (line) => process.stdout.write(`${line}\n`)
 
 async function main() {
@@ -44,7 +47,7 @@ async function main() {
   for (;;) {
     turn += 1
     // Payloads of varied size, so kills land inside writes of every length.
-    const text = 'x'.repeat(Math.floor(random() * 40_000))
+    const text = 'x'.repeat(Math.floor(random() * maxText))
     for (const batch of turnBatches(turn, seq, text)) {
       if (session === undefined) {
         await store.append(id, batch)

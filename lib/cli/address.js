@@ -86,6 +86,40 @@ function splitSqlite(text) {
   return { file, id }
 }
 
+/** Whether `text` is a PostgreSQL address (`postgres://…` or `postgresql://…`). */
+function isPostgres(text) {
+  return /^postgres(ql)?:\/\//i.test(text)
+}
+
+/**
+ * `postgres://user@host:port/db[?schema=name][#<session-id>]` split into the
+ * connection URL (without `schema` and the fragment), the schema (default
+ * `public`) and the id (URL-decoded).
+ */
+function splitPostgres(text) {
+  const hash = text.indexOf('#')
+  const base = hash === -1 ? text : text.slice(0, hash)
+  let id
+  try {
+    id = hash === -1 ? undefined : decodeURIComponent(text.slice(hash + 1))
+  } catch {
+    throw new CliError(`bad address "${text}": the session id after # is not valid percent-encoding`, CODES.BAD_ADDRESS)
+  }
+  if (id === '') throw new CliError(`bad address "${text}": empty session id after #`, CODES.BAD_ADDRESS)
+  let url
+  try {
+    url = new URL(base)
+  } catch {
+    throw new CliError(`bad address "${text}": not a valid postgres:// URL`, CODES.BAD_ADDRESS)
+  }
+  // How messages name it (the schema included): never the password.
+  const shown = new URL(url)
+  if (shown.password !== '') shown.password = '***'
+  const schema = url.searchParams.get('schema') ?? 'public'
+  url.searchParams.delete('schema')
+  return { url: url.toString(), schema, id, shown: shown.toString() }
+}
+
 function isScheme(text) {
   return /^[a-z][a-z0-9+.-]+:/i.test(text) && !/^[a-z]:[\\/]/i.test(text)
 }
@@ -109,6 +143,11 @@ async function resolveLog(text, { stdin = true } = {}) {
     const resolved = path.resolve(file)
     requireFile(resolved, resolved)
     return { kind: 'sqlite', path: resolved, id, text }
+  }
+  if (isPostgres(text)) {
+    const { url, schema, id, shown } = splitPostgres(text)
+    if (id === undefined) throw new CliError(`bad address "${shown}": name the session (postgres://…/db#<session-id>)`, CODES.BAD_ADDRESS)
+    return { kind: 'postgres', url, schema, id, text: `${shown}#${id}` }
   }
   if (isScheme(text)) {
     throw new CliError(`bad address "${text}": unknown scheme (use a file path, sqlite:<path>#<session-id> or -)`, CODES.BAD_ADDRESS)
@@ -139,6 +178,10 @@ function resolveDestination(text) {
     const { file, id } = splitSqlite(text)
     return { kind: 'sqlite', path: path.resolve(file), id, text, named: true }
   }
+  if (isPostgres(text)) {
+    const { url, schema, id, shown } = splitPostgres(text)
+    return { kind: 'postgres', url, schema, id, text: shown, named: true }
+  }
   if (isScheme(text)) {
     throw new CliError(`bad address "${text}": unknown scheme (use a file path, sqlite:<path>[#<session-id>] or -)`, CODES.BAD_ADDRESS)
   }
@@ -153,4 +196,4 @@ function resolveDestination(text) {
   return { kind: 'jsonl', path: resolved, text }
 }
 
-module.exports = { SQLITE_MAGIC, formatOf, requireFile, resolveLog, resolveDestination, sqliteIds }
+module.exports = { SQLITE_MAGIC, formatOf, isPostgres, requireFile, resolveLog, resolveDestination, splitPostgres, sqliteIds }

@@ -7,8 +7,9 @@ const { CliError, CODES } = require('./errors.js')
 const { PROGRAM } = require('./output.js')
 
 const ADDRESSES = `A <log> is a file (JSONL or a SQLite database: the content decides, not the
-name), sqlite:<path>#<session-id> for one session of a SQLite database, or -
-for standard input.`
+name), sqlite:<path>#<session-id> for one session of a SQLite database,
+postgres://user@host:port/db[?schema=name]#<session-id> for one session of a
+PostgreSQL store (the id percent-encoded), or - for standard input.`
 
 const USAGE = `usage: ${PROGRAM} <command> [options] <log>
 
@@ -113,7 +114,8 @@ options:
 
 Copy a session between a JSONL file and a SQLite database. <from> is any
 <log> (- reads standard input). <to> is sqlite:<path>[#<id>] (the id, when
-given, must be the session's), an existing SQLite database, a new file (a
+given, must be the session's), postgres://…/db[?schema=name][#<id>] (a
+PostgreSQL store), an existing SQLite database, a new file (a
 SQLite database when it is named *.db, *.sqlite or *.sqlite3, JSONL
 otherwise), or - (JSONL on standard output). The session is copied as a
 store load returns it; the source is not changed. The destination must not
@@ -122,7 +124,7 @@ hold the session yet (a JSONL file must not exist).`,
   list: {
     args: ['store'],
     flags: ['json'],
-    help: `usage: ${PROGRAM} list <dir | database | sqlite:path> [--json]
+    help: `usage: ${PROGRAM} list <dir | database | sqlite:path | postgres://…/db> [--json]
 
 The headers of the sessions stored under a JSONL store root (its cwd-*/ and
 _no-cwd/ folders, the .jsonl files and the SQLite databases directly in the

@@ -22,7 +22,9 @@ const CHUNK = 5000
 async function readLog(address, { write = false } = {}) {
   const report = address.kind === 'jsonl'
     ? await binding.readJsonlLog(address.path, write)
-    : await binding.readSqliteLog(address.path, address.id)
+    : address.kind === 'postgres'
+      ? await binding.readPostgresLog(address.url, address.schema, address.id)
+      : await binding.readSqliteLog(address.path, address.id)
   const error = report.errorJson()
   if (error !== null) {
     const { code, message } = JSON.parse(error)
@@ -52,8 +54,10 @@ function lineStart(bytes, line) {
  * by the store's load, whole or not at all.
  */
 async function readBeforeDefect(address) {
-  if (address.kind === 'sqlite') {
-    const listed = JSON.parse(await binding.listSqliteSessions(address.path))
+  if (address.kind === 'sqlite' || address.kind === 'postgres') {
+    const listed = JSON.parse(address.kind === 'postgres'
+      ? await binding.listPostgresSessions(address.url, address.schema)
+      : await binding.listSqliteSessions(address.path))
     const header = listed.headers?.find((h) => h.id === address.id)
     if (header === undefined) return { native: null, header: null, defectLine: null }
     // The header alone, as a log of no events (the core reads it back).
@@ -93,7 +97,7 @@ function describeRepair(plan, address) {
     const records = plan.records - plan.preserved
     const after = plan.preserved === 0 ? 'after the header' : `after seq ${plan.preserved - 1}`
     const bytes = plan.fileBytes === null ? '' : `, ${formatBytes(plan.fileBytes - plan.committedBytes)}`
-    const unit = address.kind === 'sqlite' ? 'row' : 'record'
+    const unit = address.kind === 'jsonl' ? 'record' : 'row'
     parts.push(`torn tail dropped: ${plural(records, unit)} ${after}${bytes}`)
   }
   if (plan.closers.length > 0) {

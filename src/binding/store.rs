@@ -10,6 +10,7 @@ use crate::error::{CoreError, CoreResult};
 use crate::log::{live_records, Log};
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
+use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
 use crate::store::{Batch, Key, Listed, SessionStore, Staged, Store};
 use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
@@ -206,6 +207,34 @@ impl NativeStore {
         }
         Ok(NativeStore {
             store: Arc::new(Store::new(SqliteBackend::new(path, journal_mode))),
+            jsonl: None,
+        })
+    }
+
+    /// A PostgreSQL store (see `PostgresSessionStore`); nothing connects
+    /// until an operation. Durations in milliseconds (checked in JS).
+    #[napi(factory)]
+    pub fn postgres(
+        env: Env,
+        connection_string: String,
+        schema: String,
+        pool_size: u32,
+        lease_ms: u32,
+        statement_timeout_ms: u32,
+        connect_timeout_ms: u32,
+    ) -> Result<NativeStore> {
+        let ms = |n: u32| std::time::Duration::from_millis(u64::from(n));
+        let backend = PostgresBackend::new(PgOptions {
+            connection_string,
+            schema,
+            pool_size: pool_size.max(1) as usize,
+            lease: ms(lease_ms),
+            statement_timeout: ms(statement_timeout_ms),
+            connect_timeout: ms(connect_timeout_ms),
+        })
+        .map_err(|e| throw(&env, e))?;
+        Ok(NativeStore {
+            store: Arc::new(Store::new(backend)),
             jsonl: None,
         })
     }

@@ -11,6 +11,7 @@ use crate::invariants::{Trace, Transition};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::load::Repaired;
+use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::{jsonl, not_found, sqlite};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Result, Task};
@@ -367,4 +368,79 @@ impl Task for ListTask {
 #[napi(js_name = "listSqliteSessions", ts_return_type = "Promise<string>")]
 pub fn list_sqlite_sessions(path: String) -> AsyncTask<ListTask> {
     AsyncTask::new(ListTask { path })
+}
+
+/// A read-only reader of the PostgreSQL store at `url`, schema `schema`
+/// (default timeouts; one connection).
+fn postgres_reader(url: String, schema: String) -> CoreResult<PostgresBackend> {
+    PostgresBackend::reader(PgOptions {
+        connection_string: url,
+        schema,
+        pool_size: 1,
+        lease: std::time::Duration::from_secs(30),
+        statement_timeout: std::time::Duration::from_secs(30),
+        connect_timeout: std::time::Duration::from_secs(10),
+    })
+}
+
+fn load_postgres(url: String, schema: String, id: &str) -> CoreResult<Loaded> {
+    let reader = postgres_reader(url, schema)?;
+    let read = reader.read_log(id);
+    crate::store::Backend::close(&reader);
+    let (repaired, records) = read?.ok_or_else(|| not_found(id))?;
+    Ok(Loaded {
+        repaired,
+        records,
+        file_bytes: None,
+        committed_bytes: None,
+        written: false,
+    })
+}
+
+/// Read one session of a PostgreSQL store read-only (no lease, no repair
+/// written), with the load repair in memory. Resolves to a report.
+#[napi(js_name = "readPostgresLog", ts_return_type = "Promise<LoadReport>")]
+pub fn read_postgres_log(url: String, schema: String, id: String) -> AsyncTask<ReadTask> {
+    AsyncTask::new(ReadTask {
+        work: Some(Box::new(move || load_postgres(url, schema, &id))),
+    })
+}
+
+/// Listing a PostgreSQL store off the main thread.
+pub struct PgListTask {
+    url: String,
+    schema: String,
+}
+
+impl Task for PgListTask {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> Result<String> {
+        let listed = postgres_reader(self.url.clone(), self.schema.clone()).and_then(|r| {
+            let headers = r.headers();
+            crate::store::Backend::close(&r);
+            headers
+        });
+        Ok(match listed {
+            Ok(headers) => {
+                let headers: Vec<String> = headers.iter().map(SessionHeader::json).collect();
+                format!("{{\"headers\":[{}]}}", headers.join(","))
+            }
+            // A schema without the store's tables holds no session.
+            Err(CoreError::NotFound(_)) => "{\"headers\":[]}".into(),
+            Err(e) => json!({"error": {"code": e.code(), "message": e.to_string()}}).to_string(),
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> Result<String> {
+        Ok(output)
+    }
+}
+
+/// The session headers of a PostgreSQL store, read-only: `{"headers":
+/// [...]}` or `{"error": {code, message}}` as JSON text.
+#[napi(js_name = "listPostgresSessions", ts_return_type = "Promise<string>")]
+pub fn list_postgres_sessions(url: String, schema: String) -> AsyncTask<PgListTask> {
+    AsyncTask::new(PgListTask { url, schema })
 }

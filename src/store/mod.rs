@@ -7,6 +7,7 @@
 pub mod jsonl;
 pub mod lease;
 pub mod load;
+pub mod postgres;
 pub mod sqlite;
 
 use crate::error::{CoreError, CoreResult};
@@ -123,6 +124,15 @@ pub trait Backend: Send + Sync + 'static {
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
     fn close(&self);
+    /// Why this store may not write the session it loaded into `handle`
+    /// (`SESSION_IN_USE`): a backend that keeps its own lease (PostgreSQL's
+    /// lease row, with no lock file) found another writer holding it and
+    /// read as a reader, writing nothing. The store reads it again before
+    /// it writes, as after a load without the file lease, and is refused
+    /// when that read is a reader's too.
+    fn refusal(&self, _handle: &Self::Handle) -> Option<CoreError> {
+        None
+    }
 }
 
 /// What the store knows about one session.
@@ -391,6 +401,7 @@ impl<B: Backend> Store<B> {
                 return other;
             }
         };
+        let durable = durable && self.backend.refusal(&handle).is_none();
         *slot = Some(Tracked {
             header: log.header().clone(),
             materialized: true,
@@ -431,7 +442,10 @@ impl<B: Backend> Store<B> {
             *slot = None;
             return Err(not_found(&key.id));
         }
-        Ok(())
+        match slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
+            Some(refused) => Err(refused),
+            None => Ok(()),
+        }
     }
 
     /// Write `batch` durably and advance the cursor.
@@ -525,6 +539,9 @@ impl<B: Backend> SessionStore for Store<B> {
             // After a flush: the stored surface, read back under the lease.
             self.load_into(key, &mut slot, None)?
                 .ok_or_else(|| not_found(&key.id))?;
+            if let Some(refused) = slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
+                return Err(refused);
+            }
         }
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
@@ -549,8 +566,19 @@ impl<B: Backend> SessionStore for Store<B> {
         } else {
             None
         };
-        self.load_into(key, &mut slot, lease)?
-            .ok_or_else(|| not_found(&key.id))
+        let log = self
+            .load_into(key, &mut slot, lease)?
+            .ok_or_else(|| not_found(&key.id))?;
+        // A backend with its own lease loaded as a reader: a writer's load
+        // is refused instead (its view is returned to readers only).
+        if let Some(refused) = slot
+            .as_ref()
+            .filter(|_| writer)
+            .and_then(|t| self.backend.refusal(&t.handle))
+        {
+            return Err(refused);
+        }
+        Ok(log)
     }
 
     fn cursor(&self, id: &str) -> Option<u64> {

@@ -45,16 +45,16 @@ pub struct SqliteBackend {
 }
 
 /// One event split into the columns of `events`.
-struct Columns<'a> {
-    ty: String,
-    seq: i64,
-    time: i64,
-    data: &'a str,
-    source_event_seqs: Option<String>,
-    surface_op: Option<String>,
+pub(crate) struct Columns<'a> {
+    pub(crate) ty: String,
+    pub(crate) seq: i64,
+    pub(crate) time: i64,
+    pub(crate) data: &'a str,
+    pub(crate) source_event_seqs: Option<String>,
+    pub(crate) surface_op: Option<String>,
 }
 
-fn columns(text: &str) -> CoreResult<Columns<'_>> {
+pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
     let e = read_event(text, 0).map_err(|e| match e {
         ReadError::Invalid(e) => e,
         ReadError::Unparsable => CoreError::InvalidArgument("event text is not JSON".into()),
@@ -80,7 +80,7 @@ fn json_of(v: SqlValue) -> Value {
 }
 
 /// The header of a `sessions` row, checked as a JSONL header line would be.
-fn header_of(id: &str, row: [SqlValue; 5]) -> CoreResult<SessionHeader> {
+pub(crate) fn header_of(id: &str, row: [SqlValue; 5]) -> CoreResult<SessionHeader> {
     let [version, created_at, cwd, parent_session, seed_length] = row;
     let mut record = Map::new();
     record.insert("type".into(), Value::from("session"));
@@ -177,33 +177,47 @@ fn non_negative(v: ValueRef<'_>) -> Option<u64> {
 /// source_event_seqs, surface_op`), or `None` when its columns cannot form
 /// one (a record that cannot be read).
 fn row_text(row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<String>> {
-    let col = |i: usize| row.get_ref(i);
-    let (Some(seq), Some(time), ValueRef::Text(ty)) =
-        (non_negative(col(0)?), non_negative(col(2)?), col(1)?)
+    Ok(values_text(row_values(row)?))
+}
+
+/// The six values of an `events` row (`seq, type, time, data,
+/// source_event_seqs, surface_op`).
+fn row_values<'r>(row: &'r rusqlite::Row<'_>) -> rusqlite::Result<[ValueRef<'r>; 6]> {
+    Ok([
+        row.get_ref(0)?,
+        row.get_ref(1)?,
+        row.get_ref(2)?,
+        row.get_ref(3)?,
+        row.get_ref(4)?,
+        row.get_ref(5)?,
+    ])
+}
+
+/// `row_text` over the values of a row (of this database or another
+/// engine's, see `store::postgres`).
+pub(crate) fn values_text(cols: [ValueRef<'_>; 6]) -> Option<String> {
+    let [seq, ty, time, data, sources, op] = cols;
+    let (Some(seq), Some(time), ValueRef::Text(ty)) = (non_negative(seq), non_negative(time), ty)
     else {
-        return Ok(None);
+        return None;
     };
-    let Ok(ty) = std::str::from_utf8(ty) else {
-        return Ok(None);
-    };
-    let Some(data) = json_column(col(3)?) else {
-        return Ok(None);
-    };
+    let ty = std::str::from_utf8(ty).ok()?;
+    let data = json_column(data)?;
     let optional = |v: ValueRef<'_>| match v {
         ValueRef::Null => Some(None),
         v => json_column(v).map(|t| Some(t.into_owned())),
     };
-    let (Some(sources), Some(op)) = (optional(col(4)?), optional(col(5)?)) else {
-        return Ok(None);
+    let (Some(sources), Some(op)) = (optional(sources), optional(op)) else {
+        return None;
     };
-    Ok(Some(event_text(
+    Some(event_text(
         ty,
         seq,
         time,
         &data,
         sources.as_deref(),
         op.as_deref(),
-    )))
+    ))
 }
 
 fn owned_row<const N: usize>(row: &rusqlite::Row<'_>) -> rusqlite::Result<[SqlValue; N]> {
@@ -274,10 +288,10 @@ fn line_column(bytes: &[u8]) -> Option<&str> {
 /// writes around the column texts as they are. Its span and where the
 /// columns landed; `None` (and `out` unchanged) when the columns cannot
 /// form an event that way.
-fn splice_row(
+fn splice_values(
     out: &mut String,
-    row: &rusqlite::Row<'_>,
-) -> rusqlite::Result<Option<((usize, usize), EventSpans)>> {
+    cols: [ValueRef<'_>; 6],
+) -> Option<((usize, usize), EventSpans)> {
     fn text(v: ValueRef<'_>) -> Option<&str> {
         match v {
             ValueRef::Text(bytes) => line_column(bytes),
@@ -291,20 +305,20 @@ fn splice_row(
             v => text(v).map(Some),
         }
     }
-    let col = |i: usize| row.get_ref(i);
+    let [seq, ty, time, data, sources, op] = cols;
     let (Some(seq), Some(time), Some(ty), Some(data), Some(sources), Some(op)) = (
-        non_negative(col(0)?),
-        non_negative(col(2)?),
-        col(1)?.as_str().ok(),
-        text(col(3)?),
-        optional(col(4)?),
-        optional(col(5)?),
+        non_negative(seq),
+        non_negative(time),
+        ty.as_str().ok(),
+        text(data),
+        optional(sources),
+        optional(op),
     ) else {
-        return Ok(None);
+        return None;
     };
     let start = out.len();
     let spans = push_event_text(out, ty, seq, time, data, sources, op);
-    Ok(Some(((start, out.len()), spans)))
+    Some(((start, out.len()), spans))
 }
 
 /// Whether `field` (a slice of `text`, or absent) is exactly what the
@@ -360,7 +374,7 @@ fn texts_estimate(conn: &Connection, id: &str) -> (u64, usize) {
 
 /// Rows of one session spliced into one buffer (see `splice_row`).
 #[derive(Default)]
-struct SplicedRows {
+pub(crate) struct SplicedRows {
     text: String,
     spans: Vec<(usize, usize)>,
     columns: Vec<EventSpans>,
@@ -368,6 +382,34 @@ struct SplicedRows {
     rows: usize,
     /// Whether every row formed an event.
     whole: bool,
+}
+
+impl SplicedRows {
+    pub(crate) fn new() -> SplicedRows {
+        SplicedRows {
+            whole: true,
+            ..SplicedRows::default()
+        }
+    }
+
+    /// Splice one more row (see `splice_values`).
+    pub(crate) fn push(&mut self, cols: [ValueRef<'_>; 6]) {
+        self.rows += 1;
+        if !self.whole {
+            return;
+        }
+        match splice_values(&mut self.text, cols) {
+            Some((span, spliced)) => {
+                self.spans.push(span);
+                self.columns.push(spliced);
+            }
+            None => self.whole = false,
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        let _ = self.text.try_reserve(bytes);
+    }
 }
 
 /// Splice the rows `sql` selects (seq order) for `params`; `capacity`
@@ -379,25 +421,12 @@ fn splice_rows(
     params: impl rusqlite::Params,
     capacity: usize,
 ) -> CoreResult<SplicedRows> {
-    let mut out = SplicedRows {
-        whole: true,
-        ..SplicedRows::default()
-    };
-    let _ = out.text.try_reserve(capacity);
+    let mut out = SplicedRows::new();
+    out.reserve(capacity);
     let mut stmt = conn.prepare_cached(sql).map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query(params).map_err(|e| sql_err(path, e))?;
     while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
-        out.rows += 1;
-        if !out.whole {
-            continue;
-        }
-        match splice_row(&mut out.text, row).map_err(|e| sql_err(path, e))? {
-            Some((span, spliced)) => {
-                out.spans.push(span);
-                out.columns.push(spliced);
-            }
-            None => out.whole = false,
-        }
+        out.push(row_values(row).map_err(|e| sql_err(path, e))?);
     }
     Ok(out)
 }
@@ -518,37 +547,53 @@ fn read_session_with(
     let header = header_of(id, row)?;
     let mut spliced = splice_session(conn, path, id, parallel)?;
     let rows = spliced.iter().map(|p| p.rows).sum();
-    if spliced.iter().all(|p| p.whole) {
-        // The log takes the texts; their spans and columns stay here.
-        let texts: Vec<String> = spliced
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.text))
-            .collect();
-        let parts = texts
-            .into_iter()
-            .zip(&spliced)
-            .map(|(text, p)| Part {
-                text,
-                spans: &p.spans,
-            })
-            .collect();
-        let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
-            spliced
-                .get(k)
-                .and_then(|p| p.columns.get(i))
-                .is_some_and(|c| {
-                    is_column(text, Some(c.data), Some(e.data))
-                        && is_column(text, c.source_event_seqs, e.source_event_seqs)
-                        && is_column(text, c.surface_op, e.surface_op)
-                })
-        };
-        if let Ok(log) = Log::from_parts(header.clone(), parts, &verify) {
-            return Ok(Some((load::complete(id, log)?, rows)));
-        }
+    if let Some(repaired) = complete_spliced(id, &header, &mut spliced)? {
+        return Ok(Some((repaired, rows)));
     }
     // Free what the read held before the row-by-row one.
     drop(spliced);
     read_rows(conn, path, id, header).map(Some)
+}
+
+/// The log of rows spliced by `SplicedRows::push`, each column checked to
+/// be exactly the value the event read there, repaired (closers only: every
+/// row was accepted); `None` when a row cannot be read that way (the caller
+/// reads the rows one by one, as records that may be damaged).
+pub(crate) fn complete_spliced(
+    id: &str,
+    header: &SessionHeader,
+    spliced: &mut [SplicedRows],
+) -> CoreResult<Option<Repaired>> {
+    if !spliced.iter().all(|p| p.whole) {
+        return Ok(None);
+    }
+    // The log takes the texts; their spans and columns stay here.
+    let texts: Vec<String> = spliced
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.text))
+        .collect();
+    let parts = texts
+        .into_iter()
+        .zip(spliced.iter())
+        .map(|(text, p)| Part {
+            text,
+            spans: &p.spans,
+        })
+        .collect();
+    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
+        spliced
+            .get(k)
+            .and_then(|p| p.columns.get(i))
+            .is_some_and(|c| {
+                is_column(text, Some(c.data), Some(e.data))
+                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                    && is_column(text, c.surface_op, e.surface_op)
+            })
+    };
+    match Log::from_parts(header.clone(), parts, &verify) {
+        Ok(log) => load::complete(id, log).map(Some),
+        Err(_) => Ok(None),
+    }
 }
 
 const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \

@@ -5,7 +5,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { resolveDestination, resolveLog } = require('../address.js')
-const { SqliteSessionStore, wrapNative } = require('../core.js')
+const { PostgresSessionStore, SqliteSessionStore, wrapNative } = require('../core.js')
 const { CliError, CODES, fromPackageError, oneLine } = require('../errors.js')
 const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
@@ -61,9 +61,14 @@ async function convert({ positionals, flags }) {
     if (to.id !== undefined && to.id !== header.id) {
       throw new CliError(`${to.text}: the session id is ${JSON.stringify(header.id)}, not ${JSON.stringify(to.id)} (convert keeps the id)`, CODES.BAD_ADDRESS)
     }
-    const dir = path.dirname(to.path)
-    if (!fs.existsSync(dir)) throw new CliError(`${to.text}: no such directory ${dir}`, CODES.NO_SUCH_FILE, { path: dir })
-    const store = new SqliteSessionStore({ path: to.path })
+    let store
+    if (to.kind === 'postgres') {
+      store = new PostgresSessionStore({ connectionString: to.url, schema: to.schema })
+    } else {
+      const dir = path.dirname(to.path)
+      if (!fs.existsSync(dir)) throw new CliError(`${to.text}: no such directory ${dir}`, CODES.NO_SUCH_FILE, { path: dir })
+      store = new SqliteSessionStore({ path: to.path })
+    }
     try {
       await store.create(header)
       if (count > 0) await store.flush(wrapNative(native))
@@ -73,7 +78,7 @@ async function convert({ positionals, flags }) {
       await store.close()
     }
   }
-  const target = to.kind === 'sqlite' && to.id === undefined
+  const target = to.kind !== 'jsonl' && to.id === undefined
     ? (to.named ? `${to.text}#${header.id}` : `sqlite:${to.text}#${header.id}`)
     : to.text
   const repaired = describeRepair(plan, from)

@@ -6,7 +6,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { formatOf, requireFile } = require('../address.js')
+const { formatOf, isPostgres, requireFile, splitPostgres } = require('../address.js')
 const { binding, JsonlSessionStore } = require('../core.js')
 const { CliError, CODES, oneLine } = require('../errors.js')
 const { formatTime, plural, table } = require('../format.js')
@@ -130,7 +130,13 @@ async function listDatabase(file, label, shown) {
 async function list({ positionals, flags }) {
   const text = positionals[0]
   let found
-  if (text.startsWith('sqlite:')) {
+  if (isPostgres(text)) {
+    const { url, schema, id, shown } = splitPostgres(text)
+    if (id !== undefined) throw new CliError(`bad address "${shown}#${id}": list takes a database (postgres://…/db[?schema=name]), not a session`, CODES.BAD_ADDRESS)
+    const listed = JSON.parse(await binding.listPostgresSessions(url, schema))
+    if (listed.error !== undefined) throw new CliError(`${shown}: ${oneLine(listed.error.message)}`, listed.error.code)
+    found = listed.headers.map((header) => ({ header, address: `${shown}#${encodeURIComponent(header.id)}` }))
+  } else if (text.startsWith('sqlite:')) {
     const rest = text.slice('sqlite:'.length)
     if (rest.includes('#')) throw new CliError(`bad address "${text}": list takes a database (sqlite:<path>), not a session`, CODES.BAD_ADDRESS)
     if (rest === '') throw new CliError(`bad address "${text}": sqlite: needs a database path`, CODES.BAD_ADDRESS)

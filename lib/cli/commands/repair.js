@@ -3,7 +3,7 @@
 // store makes it on load (JSONL: the core's repair write; SQLite: the store's load).
 
 const { resolveLog } = require('../address.js')
-const { SqliteSessionStore, loadAsWriter } = require('../core.js')
+const { PostgresSessionStore, SqliteSessionStore, loadAsWriter } = require('../core.js')
 const { fromPackageError } = require('../errors.js')
 const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
@@ -18,7 +18,11 @@ async function repair({ positionals, flags }) {
   } else {
     ;({ plan } = await readLog(address))
     if (!dryRun && needsRepair(plan)) {
-      const store = new SqliteSessionStore({ path: address.path })
+      // The store's load as the session's writer makes the repair durable; it
+      // is refused (SESSION_IN_USE, naming the holder) while another store holds it.
+      const store = address.kind === 'postgres'
+        ? new PostgresSessionStore({ connectionString: address.url, schema: address.schema })
+        : new SqliteSessionStore({ path: address.path })
       try {
         await loadAsWriter(store, address.id)
       } catch (error) {

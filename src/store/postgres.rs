@@ -1,0 +1,1147 @@
+//! The PostgreSQL store (issue 13): the SPEC 11 tables in one schema of a
+//! PostgreSQL database, written through a small pool of synchronous
+//! connections (the binding runs every call on the libuv pool).
+//!
+//! One writer per session across hosts: a writer holds a lease row
+//! (`leases`: holder, epoch, expiry) taken in a transaction, and every
+//! write transaction first renews that row `WHERE epoch = <its epoch>`; when
+//! that updates no row, another store took the session over and the write
+//! fails with `LEASE_LOST`, its rows never committed. Plain rows and
+//! `INSERT ... ON CONFLICT` work through a transaction-mode pooler and on
+//! engines without advisory locks; the expiry uses the server's clock.
+//!
+//! Rows become events with the SQLite store's splice and column checks, and
+//! are repaired by the shared load (`store::load`).
+
+use super::load::{self, Place, Repaired};
+use super::sqlite::{columns, complete_spliced, header_of, values_text, SplicedRows};
+use super::{persisted_collision, Backend, Batch, Key, Listed};
+use crate::error::{CoreError, CoreResult};
+use crate::log::Log;
+use crate::session_header::SessionHeader;
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls, Row, Transaction};
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use serde_json::Value;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A connection idle in the pool this long is checked (one empty query)
+/// before use: the server may have closed it (a restart, an idle timeout,
+/// a pooler recycling it). Sooner, the check would cost a round trip per
+/// operation of a busy store.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// The `schema_version` row of `dsh_meta` this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The store's options (see `PostgresSessionStore` in index.d.ts).
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    pub connection_string: String,
+    pub schema: String,
+    pub pool_size: usize,
+    pub lease: Duration,
+    pub statement_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+/// What the store keeps per session: the epoch of the lease it holds.
+#[derive(Debug, Default)]
+pub struct PgHandle {
+    epoch: Option<i64>,
+    /// Why the load that made this handle left the session to another
+    /// writer (`SESSION_IN_USE`), if it did.
+    refused: Option<CoreError>,
+    /// The lease was taken over: this handle never writes again.
+    lost: bool,
+}
+
+struct PoolState {
+    /// Idle connections and when each was returned.
+    idle: Vec<(Client, Instant)>,
+    /// Connections open or being opened, idle ones included.
+    open: usize,
+    closed: bool,
+}
+
+/// A connection of the pool, returned to it when dropped (unless broken).
+struct Pooled<'a> {
+    backend: &'a PostgresBackend,
+    client: Option<Client>,
+    /// Idle in the pool for a while (the server may have closed it since).
+    reused: bool,
+}
+
+impl Pooled<'_> {
+    fn client(&mut self) -> CoreResult<&mut Client> {
+        self.client
+            .as_mut()
+            .ok_or_else(|| CoreError::Closed("session store is closed".into()))
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(&self.backend.pool);
+        match self.client.take() {
+            Some(client) if !client.is_closed() && !state.closed => {
+                state.idle.push((client, Instant::now()))
+            }
+            _ => state.open = state.open.saturating_sub(1),
+        }
+        drop(state);
+        self.backend.freed.notify_one();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub struct PostgresBackend {
+    config: Config,
+    options: PgOptions,
+    /// The schema name quoted as an SQL identifier.
+    schema: String,
+    /// How messages name the database (no password).
+    name: String,
+    /// This store's lease holder id (unique per store object), host and pid.
+    holder: String,
+    host: String,
+    pid: i64,
+    pool: Mutex<PoolState>,
+    freed: Condvar,
+    /// Whether the schema was created or checked.
+    ready: Mutex<bool>,
+    /// Sessions whose lease this store lost: it never writes them again
+    /// (a later load reads them as a reader).
+    lost: Mutex<std::collections::HashSet<String>>,
+    /// A reader (the CLI): creates nothing, takes no lease, writes nothing.
+    read_only: bool,
+}
+
+/// A quoted SQL identifier.
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// This machine's host name (lease holders name it).
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates
+    // what fits (the last byte stays 0).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) };
+    if rc != 0 {
+        return "unknown-host".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Whether process `pid` of this host still runs (a dead holder's lease is
+/// taken over at once instead of after its expiry).
+fn process_alive(pid: i64) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+fn new_holder(host: &str, pid: i64) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{host}/{pid}/{nanos:x}.{n}")
+}
+
+/// The id and message of a session, as other stores' messages name it.
+fn quoted(id: &str) -> String {
+    crate::json::quote(id)
+}
+
+/// PostgreSQL text never holds U+0000: such an id is refused (the JSONL
+/// and SQLite stores hold it; event texts escape it, so only ids matter).
+fn check_id(id: &str) -> CoreResult<()> {
+    if id.contains('\0') {
+        return Err(CoreError::InvalidArgument(format!(
+            "session id {} contains U+0000, which PostgreSQL text cannot hold",
+            quoted(id)
+        )));
+    }
+    Ok(())
+}
+
+/// Who holds a lease, as a refusal names it.
+struct Holder {
+    host: String,
+    pid: i64,
+    epoch: i64,
+    /// Seconds until it expires (negative: expired).
+    expires_in: f64,
+}
+
+impl Holder {
+    fn of(row: &Row) -> Holder {
+        Holder {
+            host: row.try_get(0).unwrap_or_default(),
+            pid: row.try_get(1).unwrap_or_default(),
+            epoch: row.try_get(2).unwrap_or_default(),
+            expires_in: row.try_get(3).unwrap_or_default(),
+        }
+    }
+}
+
+impl PostgresBackend {
+    pub fn new(options: PgOptions) -> CoreResult<PostgresBackend> {
+        let mut config = Config::from_str(&options.connection_string).map_err(|e| {
+            CoreError::InvalidArgument(format!(
+                "PostgresSessionStore connectionString is not a valid PostgreSQL connection string: {e}"
+            ))
+        })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(options.connect_timeout);
+        }
+        // A server that vanishes without closing the connection is noticed
+        // by TCP keepalives, so no call waits on it forever.
+        config
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(10))
+            .keepalives_interval(Duration::from_secs(5))
+            .keepalives_retries(3)
+            .tcp_user_timeout(options.statement_timeout + options.connect_timeout);
+        if options.schema.is_empty() || options.schema.contains('\0') {
+            return Err(CoreError::InvalidArgument(
+                "PostgresSessionStore schema must be a non-empty name without NUL".into(),
+            ));
+        }
+        let hosts: Vec<String> = config
+            .get_hosts()
+            .iter()
+            .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
+            .map(|(h, p)| match h {
+                postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
+                #[cfg(unix)]
+                postgres::config::Host::Unix(path) => format!("{}:{p}", path.display()),
+            })
+            .collect();
+        let name = format!(
+            "PostgreSQL database \"{}\" on {} (schema \"{}\")",
+            config.get_dbname().or(config.get_user()).unwrap_or(""),
+            if hosts.is_empty() {
+                "localhost".to_string()
+            } else {
+                hosts.join(",")
+            },
+            options.schema
+        );
+        let host = host_name();
+        let pid = i64::from(std::process::id());
+        Ok(PostgresBackend {
+            schema: ident(&options.schema),
+            holder: new_holder(&host, pid),
+            host,
+            pid,
+            name,
+            config,
+            pool: Mutex::new(PoolState {
+                idle: Vec::new(),
+                open: 0,
+                closed: false,
+            }),
+            freed: Condvar::new(),
+            ready: Mutex::new(false),
+            lost: Mutex::new(std::collections::HashSet::new()),
+            read_only: false,
+            options,
+        })
+    }
+
+    /// A reader of the store's tables (`dsh-session` commands): it checks
+    /// their version and reads; a schema without them holds no session.
+    pub fn reader(options: PgOptions) -> CoreResult<PostgresBackend> {
+        Ok(PostgresBackend {
+            read_only: true,
+            ..PostgresBackend::new(options)?
+        })
+    }
+
+    /// Session `id` read and repaired in memory, with how many rows it
+    /// has; `None` when it is not stored. Writes nothing.
+    pub fn read_log(&self, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
+        check_id(id)?;
+        self.tx_then(|tx| self.read(tx, id), false)
+    }
+
+    /// The stored sessions' headers, ordered as `list()` orders them.
+    pub fn headers(&self) -> CoreResult<Vec<SessionHeader>> {
+        let mut listed: Vec<SessionHeader> = self.list()?.into_iter().map(|l| l.header).collect();
+        let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+        listed.sort_by(|a, b| {
+            created(a)
+                .total_cmp(&created(b))
+                .then_with(|| a.id().cmp(b.id()))
+        });
+        Ok(listed)
+    }
+
+    /// A PostgreSQL error as a `CoreError` naming the database.
+    fn err(&self, e: postgres::Error) -> CoreError {
+        if let Some(db) = e.as_db_error() {
+            if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE
+            {
+                return CoreError::Pg(format!(
+                    "{}: statement timed out after {} ms ({})",
+                    self.name,
+                    self.options.statement_timeout.as_millis(),
+                    db.message()
+                ));
+            }
+            return CoreError::Pg(format!(
+                "{}: {} (SQLSTATE {})",
+                self.name,
+                db.message(),
+                db.code().code()
+            ));
+        }
+        let mut message = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        CoreError::Pg(format!("{}: {message}", self.name))
+    }
+
+    fn connect(&self) -> CoreResult<Client> {
+        self.config.connect(NoTls).map_err(|e| {
+            let mut message = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                message.push_str(": ");
+                message.push_str(&s.to_string());
+                source = s.source();
+            }
+            CoreError::PgConnect(format!("cannot connect to {}: {message}", self.name))
+        })
+    }
+
+    /// A connection: an idle one, a new one while the pool has room, else
+    /// the first one returned (waiting at most a statement and a connect).
+    fn get(&self) -> CoreResult<Pooled<'_>> {
+        let deadline =
+            Instant::now() + self.options.statement_timeout + self.options.connect_timeout;
+        let mut state = lock(&self.pool);
+        loop {
+            if state.closed {
+                return Err(CoreError::Closed("session store is closed".into()));
+            }
+            if let Some((client, since)) = state.idle.pop() {
+                return Ok(Pooled {
+                    backend: self,
+                    client: Some(client),
+                    reused: since.elapsed() >= IDLE_CHECK,
+                });
+            }
+            if state.open < self.options.pool_size {
+                state.open += 1;
+                drop(state);
+                return self.opened();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(CoreError::Pg(format!(
+                    "{}: no pooled connection was free within {} ms (poolSize {})",
+                    self.name,
+                    (self.options.statement_timeout + self.options.connect_timeout).as_millis(),
+                    self.options.pool_size
+                )));
+            }
+            state = self
+                .freed
+                .wait_timeout(state, deadline - now)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+
+    /// A new connection counted in the pool's `open` already.
+    fn opened(&self) -> CoreResult<Pooled<'_>> {
+        match self.connect() {
+            Ok(client) => Ok(Pooled {
+                backend: self,
+                client: Some(client),
+                reused: false,
+            }),
+            Err(e) => {
+                lock(&self.pool).open -= 1;
+                self.freed.notify_one();
+                Err(e)
+            }
+        }
+    }
+
+    /// A new connection, never an idle one (replacing a stale one).
+    fn get_new(&self) -> CoreResult<Pooled<'_>> {
+        {
+            let mut state = lock(&self.pool);
+            if state.closed {
+                return Err(CoreError::Closed("session store is closed".into()));
+            }
+            // The idle ones are as old as the stale one: drop them too.
+            state.open = state.open.saturating_sub(state.idle.len());
+            state.idle.clear();
+            if state.open >= self.options.pool_size {
+                drop(state);
+                return self.get();
+            }
+            state.open += 1;
+        }
+        self.opened()
+    }
+
+    /// Run `f` in a transaction (statement and lock timeouts set for it
+    /// alone) and commit; an error rolls it back.
+    fn tx<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
+        self.tx_then(f, true)
+    }
+
+    /// `tx`; without `commit`, roll back (a read that must write nothing).
+    fn tx_then<T>(
+        &self,
+        f: impl FnOnce(&mut Transaction<'_>) -> CoreResult<T>,
+        commit: bool,
+    ) -> CoreResult<T> {
+        let mut conn = self.get()?;
+        self.ensure_schema(conn.client()?)?;
+        if conn.reused {
+            // An idle connection the server closed (a restart, an idle
+            // timeout, a pooler recycling it) fails at BEGIN, before any of
+            // this work: open a new one instead, once.
+            // Closed: an I/O error, or the server's last word on it (a
+            // connection exception, an administrator's shutdown or kill).
+            let stale = match conn.client()?.batch_execute("") {
+                Ok(()) => false,
+                Err(e) => match e.as_db_error().map(|db| db.code().code()) {
+                    None => true,
+                    Some(code) if code.starts_with("08") || code.starts_with("57P") => true,
+                    Some(_) => return Err(self.err(e)),
+                },
+            };
+            if stale {
+                conn.client = None;
+                drop(conn);
+                conn = self.get_new()?;
+            }
+        }
+        let client = conn.client()?;
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let ms = self.options.statement_timeout.as_millis();
+        tx.batch_execute(&format!(
+            "SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}"
+        ))
+        .map_err(|e| self.err(e))?;
+        let out = f(&mut tx)?;
+        if commit {
+            tx.commit().map_err(|e| self.err(e))?;
+        } else {
+            tx.rollback().map_err(|e| self.err(e))?;
+        }
+        Ok(out)
+    }
+
+    /// Create the schema's tables on first use, or check the version of
+    /// those there: `dsh_meta.schema_version` must be `SCHEMA_VERSION`.
+    fn ensure_schema(&self, client: &mut Client) -> CoreResult<()> {
+        let mut ready = lock(&self.ready);
+        if *ready {
+            return Ok(());
+        }
+        // Two stores creating one schema at once: one of them may fail on
+        // the catalog's unique index; the second try sees the first's work.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.create_schema(client) {
+                Err(CoreError::Pg(_)) if tries < 3 && !self.read_only => continue,
+                Err(e) => return Err(e),
+                Ok(()) => break,
+            }
+        }
+        *ready = true;
+        Ok(())
+    }
+
+    fn create_schema(&self, client: &mut Client) -> CoreResult<()> {
+        let s = &self.schema;
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let ms = self.options.statement_timeout.as_millis();
+        tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
+            .map_err(|e| self.err(e))?;
+        if self.read_only {
+            let meta = format!("{s}.dsh_meta");
+            let present = tx
+                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
+                .and_then(|r| r.try_get::<_, bool>(0))
+                .map_err(|e| self.err(e))?;
+            if !present {
+                return Err(CoreError::NotFound(format!(
+                    "{} holds no session store tables",
+                    self.name
+                )));
+            }
+        }
+        let exists = tx
+            .query_opt(
+                "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
+                &[&self.options.schema],
+            )
+            .map_err(|e| self.err(e))?
+            .is_some();
+        if !exists {
+            tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {s}"))
+                .map_err(|e| self.err(e))?;
+        }
+        tx.batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {s}.dsh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        ))
+        .map_err(|e| self.err(e))?;
+        let version: Option<String> = tx
+            .query_opt(
+                &format!("SELECT value FROM {s}.dsh_meta WHERE key = 'schema_version'"),
+                &[],
+            )
+            .map_err(|e| self.err(e))?
+            .and_then(|r| r.try_get(0).ok());
+        match version {
+            Some(v) if v.trim() == SCHEMA_VERSION.to_string() => {}
+            Some(v) => {
+                return Err(CoreError::UnsupportedVersion(format!(
+                    "session database {} has schema version {v}, incompatible with this build ({SCHEMA_VERSION})",
+                    self.name
+                )))
+            }
+            None if self.read_only => {
+                return Err(CoreError::NotFound(format!(
+                    "{} holds no session store tables",
+                    self.name
+                )))
+            }
+            None => {
+                tx.batch_execute(&schema_sql(s)).map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// The header of session `id`, or `None`.
+    fn header(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<SessionHeader>> {
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT version, created_at, cwd, parent_session, seed_length FROM {}.sessions WHERE id = $1",
+                    self.schema
+                ),
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let int = |i: usize| {
+            row.try_get::<_, Option<i64>>(i)
+                .ok()
+                .flatten()
+                .map_or(SqlValue::Null, SqlValue::Integer)
+        };
+        let text = |i: usize| {
+            row.try_get::<_, Option<String>>(i)
+                .ok()
+                .flatten()
+                .map_or(SqlValue::Null, SqlValue::Text)
+        };
+        header_of(id, [int(0), int(1), text(2), text(3), int(4)]).map(Some)
+    }
+
+    /// Read session `id` and repair it in memory; `None` when not stored.
+    fn read(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
+        let Some(header) = self.header(tx, id)? else {
+            return Ok(None);
+        };
+        let rows = tx
+            .query(
+                &format!(
+                    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
+                     WHERE session_id = $1 ORDER BY seq",
+                    self.schema
+                ),
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?;
+        let mut spliced = SplicedRows::new();
+        // About the texts' size: the data columns and an envelope each.
+        spliced.reserve(
+            rows.iter()
+                .map(|r| r.try_get::<_, &str>(3).map_or(0, str::len) + 96)
+                .sum(),
+        );
+        for row in &rows {
+            spliced.push(values(row));
+        }
+        if let Some(repaired) = complete_spliced(id, &header, std::slice::from_mut(&mut spliced))? {
+            return Ok(Some((repaired, rows.len())));
+        }
+        drop(spliced);
+        let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
+        let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
+        load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))
+    }
+
+    /// Take the lease of session `id` for this store (a new epoch), or say
+    /// who holds it (`SESSION_IN_USE`). A lease whose expiry passed, or
+    /// whose holder is a process of this host that no longer runs, is taken
+    /// over.
+    fn acquire(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<i64> {
+        let s = &self.schema;
+        let ms = self.options.lease.as_millis() as i64;
+        let taken = tx
+            .query_opt(
+                &format!(
+                    "INSERT INTO {s}.leases AS l (session_id, holder, host, pid, epoch, expires_at) \
+                     VALUES ($1, $2, $3, $4, 1, clock_timestamp() + $5::bigint * interval '1 millisecond') \
+                     ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, host = excluded.host, \
+                       pid = excluded.pid, epoch = l.epoch + 1, expires_at = excluded.expires_at \
+                     WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp() \
+                     RETURNING epoch"
+                ),
+                &[&id, &self.holder, &self.host, &self.pid, &ms],
+            )
+            .map_err(|e| self.err(e))?;
+        if let Some(row) = taken {
+            return row.try_get(0).map_err(|e| self.err(e));
+        }
+        let holder = self.holder_of(tx, id)?;
+        if let Some(h) = &holder {
+            if h.host == self.host && h.pid != self.pid && !process_alive(h.pid) {
+                let taken = tx
+                    .query_opt(
+                        &format!(
+                            "UPDATE {s}.leases SET holder = $2, host = $3, pid = $4, epoch = epoch + 1, \
+                               expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond' \
+                             WHERE session_id = $1 AND epoch = $6 RETURNING epoch"
+                        ),
+                        &[&id, &self.holder, &self.host, &self.pid, &ms, &h.epoch],
+                    )
+                    .map_err(|e| self.err(e))?;
+                if let Some(row) = taken {
+                    return row.try_get(0).map_err(|e| self.err(e));
+                }
+            }
+        }
+        Err(self.in_use(id, holder.as_ref()))
+    }
+
+    fn holder_of(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<Holder>> {
+        Ok(tx
+            .query_opt(
+                &format!(
+                    "SELECT host, pid, epoch, \
+                       extract(epoch FROM expires_at - clock_timestamp())::float8 \
+                     FROM {}.leases WHERE session_id = $1",
+                    self.schema
+                ),
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?
+            .map(|r| Holder::of(&r)))
+    }
+
+    fn describe(&self, h: &Holder) -> String {
+        let who = if h.pid == self.pid && h.host == self.host {
+            format!("another store of this process (pid {})", h.pid)
+        } else {
+            format!("process {} on host {}", h.pid, quoted(&h.host))
+        };
+        format!("{who}, epoch {}", h.epoch)
+    }
+
+    fn in_use(&self, id: &str, holder: Option<&Holder>) -> CoreError {
+        let holder = holder.map_or_else(
+            || "another store".to_string(),
+            |h| {
+                format!(
+                    "{} (lease row in {}, expires in {:.0} s)",
+                    self.describe(h),
+                    self.name,
+                    h.expires_in.max(0.0)
+                )
+            },
+        );
+        CoreError::SessionInUse(format!(
+            "session {} is in use: its write lease is held by {holder}; nothing was written",
+            quoted(id)
+        ))
+    }
+
+    /// Make sure this store may write session `id` in `tx`: renew its
+    /// lease (the fence: the update names its epoch), or take it when the
+    /// session was read without it and storage is still what was read.
+    fn fence(
+        &self,
+        tx: &mut Transaction<'_>,
+        id: &str,
+        handle: &mut PgHandle,
+        stored: u64,
+    ) -> CoreResult<i64> {
+        if handle.lost || lock(&self.lost).contains(id) {
+            handle.lost = true;
+            return Err(self.lost(tx, id, None));
+        }
+        let Some(epoch) = handle.epoch else {
+            // Read while another store held it: take the lease now, and
+            // write only if storage holds exactly what was read.
+            let epoch = self.acquire(tx, id)?;
+            let s = &self.schema;
+            let row = tx
+                .query_one(
+                    &format!(
+                        "SELECT count(*)::bigint, coalesce(max(seq) + 1, 0)::bigint FROM {s}.events WHERE session_id = $1"
+                    ),
+                    &[&id],
+                )
+                .map_err(|e| self.err(e))?;
+            let (count, next): (i64, i64) = (
+                row.try_get(0).map_err(|e| self.err(e))?,
+                row.try_get(1).map_err(|e| self.err(e))?,
+            );
+            if count != next || next as u64 != stored {
+                return Err(CoreError::SeqMismatch(format!(
+                    "append seq mismatch for {}: the database holds {count} events where this store read {stored} \
+                     (it read the session while another store wrote it); load it again",
+                    quoted(id)
+                )));
+            }
+            return Ok(epoch);
+        };
+        let renewed = tx
+            .execute(
+                &format!(
+                    "UPDATE {}.leases SET expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond' \
+                     WHERE session_id = $1 AND holder = $2 AND epoch = $3",
+                    self.schema
+                ),
+                &[&id, &self.holder, &epoch, &(self.options.lease.as_millis() as i64)],
+            )
+            .map_err(|e| self.err(e))?;
+        if renewed == 1 {
+            return Ok(epoch);
+        }
+        handle.lost = true;
+        lock(&self.lost).insert(id.to_string());
+        Err(self.lost(tx, id, Some(epoch)))
+    }
+
+    fn lost(&self, tx: &mut Transaction<'_>, id: &str, epoch: Option<i64>) -> CoreError {
+        let now = self
+            .holder_of(tx, id)
+            .ok()
+            .flatten()
+            .map_or_else(|| "no store".to_string(), |h| self.describe(&h));
+        CoreError::LeaseLost(format!(
+            "session {}: this store's write lease{} was taken over (now held by {now}); \
+             this store never writes the session again (a new store can), and nothing was written",
+            quoted(id),
+            epoch.map_or_else(String::new, |e| format!(" (epoch {e})"))
+        ))
+    }
+
+    fn insert_events(&self, tx: &mut Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
+        if texts.is_empty() {
+            return Ok(());
+        }
+        let rows = texts
+            .iter()
+            .map(|t| columns(t))
+            .collect::<CoreResult<Vec<_>>>()?;
+        let seqs: Vec<i64> = rows.iter().map(|c| c.seq).collect();
+        let types: Vec<&str> = rows.iter().map(|c| c.ty.as_str()).collect();
+        let times: Vec<i64> = rows.iter().map(|c| c.time).collect();
+        let data: Vec<&str> = rows.iter().map(|c| c.data).collect();
+        let sources: Vec<Option<&str>> = rows
+            .iter()
+            .map(|c| c.source_event_seqs.as_deref())
+            .collect();
+        let ops: Vec<Option<&str>> = rows.iter().map(|c| c.surface_op.as_deref()).collect();
+        // One statement for the whole batch (one round trip).
+        tx.execute(
+            &format!(
+                "INSERT INTO {}.events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])",
+                self.schema
+            ),
+            &[&id, &seqs, &types, &times, &data, &sources, &ops],
+        )
+        .map_err(|e| match e.as_db_error() {
+            Some(db) if db.code() == &SqlState::UNIQUE_VIOLATION => {
+                // "Key (session_id, seq)=(ID, SEQ) already exists."
+                let seq = db
+                    .detail()
+                    .and_then(|d| d.strip_suffix(") already exists."))
+                    .and_then(|d| d.rsplit_once(", "))
+                    .and_then(|(_, seq)| seq.parse::<u64>().ok());
+                CoreError::SeqMismatch(match seq {
+                    Some(seq) => format!(
+                        "append seq mismatch for {}: the database already holds seq {seq}",
+                        quoted(id)
+                    ),
+                    None => format!(
+                        "append seq mismatch for {}: the database already holds one of seqs {}..={}",
+                        quoted(id),
+                        seqs.first().copied().unwrap_or(0),
+                        seqs.last().copied().unwrap_or(0)
+                    ),
+                })
+            }
+            _ => self.err(e),
+        })?;
+        Ok(())
+    }
+
+    /// Release this store's leases (best effort: they expire anyway).
+    fn release(&self) {
+        if self.read_only || !*lock(&self.ready) {
+            return;
+        }
+        let _ = self.tx(|tx| {
+            tx.execute(
+                &format!(
+                    "UPDATE {}.leases SET expires_at = '-infinity' WHERE holder = $1",
+                    self.schema
+                ),
+                &[&self.holder],
+            )
+            .map_err(|e| self.err(e))
+        });
+    }
+
+    /// Run `sql` on a pooled connection in a transaction (tests and tools).
+    pub fn execute(&self, sql: &str) -> CoreResult<()> {
+        self.tx(|tx| tx.batch_execute(sql).map_err(|e| self.err(e)))
+    }
+}
+
+/// The tables of schema version `SCHEMA_VERSION` in schema `s` (quoted).
+fn schema_sql(s: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {s}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
+           created_at BIGINT NOT NULL, cwd TEXT, parent_session TEXT, seed_length BIGINT);
+         CREATE TABLE IF NOT EXISTS {s}.events (session_id TEXT NOT NULL REFERENCES {s}.sessions(id) ON DELETE CASCADE, \
+           seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data TEXT NOT NULL, \
+           source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq));
+         CREATE TABLE IF NOT EXISTS {s}.leases (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, \
+           host TEXT NOT NULL, pid BIGINT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);
+         INSERT INTO {s}.dsh_meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');"
+    )
+}
+
+/// The six values of an `events` row as the SQLite splice reads them; a
+/// value of an unexpected type (a table altered by hand) is NULL, which no
+/// required column accepts (a damaged record).
+fn values(row: &Row) -> [ValueRef<'_>; 6] {
+    let int = |i: usize| {
+        row.try_get::<_, i64>(i)
+            .map_or(ValueRef::Null, ValueRef::Integer)
+    };
+    let text = |i: usize| {
+        row.try_get::<_, Option<&str>>(i)
+            .ok()
+            .flatten()
+            .map_or(ValueRef::Null, |s| ValueRef::Text(s.as_bytes()))
+    };
+    [int(0), text(1), int(2), text(3), text(4), text(5)]
+}
+
+impl Backend for PostgresBackend {
+    type Handle = PgHandle;
+
+    fn exists(&self, key: &Key) -> CoreResult<bool> {
+        check_id(&key.id)?;
+        self.tx_then(|tx| Ok(self.header(tx, &key.id)?.is_some()), false)
+    }
+
+    /// Sessions are fenced by the lease row (see the module), not a lock file.
+    fn lease_path(&self, _key: &Key) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    fn refusal(&self, handle: &PgHandle) -> Option<CoreError> {
+        handle.refused.clone()
+    }
+
+    /// `durable` is always true here (no lock file): whether the repair is
+    /// made durable depends on the lease row this load takes, or not.
+    fn load(&self, key: &Key, handle: &mut PgHandle, _durable: bool) -> CoreResult<Option<Log>> {
+        let id = key.id.as_str();
+        check_id(&key.id)?;
+        // As the writer when the lease is free: the repair is made durable.
+        let taken = self.tx(|tx| {
+            if self.header(tx, id)?.is_none() {
+                return Ok(None);
+            }
+            if lock(&self.lost).contains(id) {
+                return Ok(Some(Err(self.lost(tx, id, None))));
+            }
+            let epoch = match self.acquire(tx, id) {
+                Ok(epoch) => epoch,
+                Err(e @ CoreError::SessionInUse(_)) => return Ok(Some(Err(e))),
+                Err(e) => return Err(e),
+            };
+            let Some((repaired, _)) = self.read(tx, id)? else {
+                return Ok(None);
+            };
+            if repaired.torn {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
+                        self.schema
+                    ),
+                    &[&id, &(repaired.preserved as i64)],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+            self.insert_events(tx, id, &repaired.closers())?;
+            Ok(Some(Ok((epoch, repaired.log))))
+        })?;
+        match taken {
+            None => Ok(None),
+            Some(Ok((epoch, log))) => {
+                *handle = PgHandle {
+                    epoch: Some(epoch),
+                    ..PgHandle::default()
+                };
+                Ok(Some(log))
+            }
+            // Another store writes it: the repair stays in memory, and
+            // nothing is written (one statement reads a committed prefix).
+            Some(Err(refused)) => {
+                *handle = PgHandle {
+                    refused: Some(refused),
+                    ..PgHandle::default()
+                };
+                self.tx_then(|tx| Ok(self.read(tx, id)?.map(|(r, _)| r.log)), false)
+            }
+        }
+    }
+
+    fn create_log(
+        &self,
+        key: &Key,
+        header: &SessionHeader,
+        batch: &Batch,
+        handle: &mut PgHandle,
+    ) -> CoreResult<()> {
+        let id = key.id.as_str();
+        check_id(&key.id)?;
+        let texts: Vec<&str> = batch.texts().collect();
+        let int = |k: &str| header.get(k).and_then(Value::as_i64);
+        let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
+        let epoch = self.tx(|tx| {
+            let created = tx
+                .execute(
+                    &format!(
+                        "INSERT INTO {}.sessions (id, version, created_at, cwd, parent_session, seed_length) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                        self.schema
+                    ),
+                    &[
+                        &id,
+                        &int("version"),
+                        &int("createdAt"),
+                        &text("cwd"),
+                        &text("parentSession"),
+                        &int("seedLength"),
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+            if created == 0 {
+                // Stored already: by a writer that still holds it (two
+                // intents for one new id: the first to write won), or not.
+                return Err(match self.acquire(tx, id) {
+                    Err(e @ CoreError::SessionInUse(_)) => e,
+                    _ => persisted_collision(id),
+                });
+            }
+            let epoch = self.acquire(tx, id)?;
+            self.insert_events(tx, id, &texts)?;
+            Ok(epoch)
+        })?;
+        *handle = PgHandle {
+            epoch: Some(epoch),
+            ..PgHandle::default()
+        };
+        Ok(())
+    }
+
+    fn append(&self, key: &Key, batch: &Batch, handle: &mut PgHandle) -> CoreResult<()> {
+        let id = key.id.as_str();
+        check_id(&key.id)?;
+        let texts: Vec<&str> = batch.texts().collect();
+        let epoch = self.tx(|tx| {
+            let epoch = self.fence(tx, id, handle, batch.first_seq)?;
+            self.insert_events(tx, id, &texts)?;
+            Ok(epoch)
+        })?;
+        handle.epoch = Some(epoch);
+        handle.refused = None;
+        Ok(())
+    }
+
+    fn list(&self) -> CoreResult<Vec<Listed>> {
+        self.tx_then(
+            |tx| {
+                let rows = tx
+                    .query(
+                        &format!(
+                            "SELECT id, version, created_at, cwd, parent_session, seed_length FROM {}.sessions",
+                            self.schema
+                        ),
+                        &[],
+                    )
+                    .map_err(|e| self.err(e))?;
+                Ok(rows
+                    .iter()
+                    .filter_map(|row| {
+                        let id: String = row.try_get(0).ok()?;
+                        let int = |i: usize| {
+                            row.try_get::<_, Option<i64>>(i)
+                                .ok()
+                                .flatten()
+                                .map_or(SqlValue::Null, SqlValue::Integer)
+                        };
+                        let text = |i: usize| {
+                            row.try_get::<_, Option<String>>(i)
+                                .ok()
+                                .flatten()
+                                .map_or(SqlValue::Null, SqlValue::Text)
+                        };
+                        let header =
+                            header_of(&id, [int(1), int(2), text(3), text(4), int(5)]).ok()?;
+                        Some(Listed { file: None, header })
+                    })
+                    .collect())
+            },
+            false,
+        )
+    }
+
+    fn close(&self) {
+        self.release();
+        let mut state = lock(&self.pool);
+        state.closed = true;
+        state.idle.clear();
+        drop(state);
+        self.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_and_nul_ids_refused() {
+        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
+        assert_eq!(
+            check_id("a\0b").unwrap_err().to_string(),
+            "session id \"a\\u0000b\" contains U+0000, which PostgreSQL text cannot hold"
+        );
+        assert!(check_id("a/b é").is_ok());
+        assert!(schema_sql("\"s\"").contains("PRIMARY KEY (session_id, seq)"));
+    }
+
+    /// A backend on the test server (`DSH_TEST_PG_URL`, set by .ci/run) in
+    /// a schema of its own; `None` (the test is skipped) without one.
+    fn test_backend(label: &str) -> Option<PostgresBackend> {
+        let Ok(url) = std::env::var("DSH_TEST_PG_URL") else {
+            eprintln!(
+                "skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)"
+            );
+            return None;
+        };
+        let schema = format!("rust_{label}_{}", std::process::id());
+        let backend = PostgresBackend::new(PgOptions {
+            connection_string: url,
+            schema: schema.clone(),
+            pool_size: 2,
+            lease: Duration::from_secs(30),
+            statement_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+        })
+        .unwrap();
+        backend
+            .execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", ident(&schema)))
+            .unwrap();
+        *lock(&backend.ready) = false;
+        Some(backend)
+    }
+
+    fn batch(from: u64, to: u64) -> Batch {
+        Batch {
+            first_seq: from,
+            count: (to - from) as usize,
+            lines: (from..to)
+                .map(|seq| format!("{{\"type\":\"x\",\"seq\":{seq},\"time\":1,\"data\":{{}}}}\n"))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_taken_seq_is_named_and_nothing_of_the_batch_is_stored() {
+        let Some(b) = test_backend("taken") else {
+            return;
+        };
+        let key = Key {
+            id: "m".into(),
+            file: String::new(),
+        };
+        let mut handle = PgHandle::default();
+        b.create_log(
+            &key,
+            &SessionHeader::minimal("m", 1.0),
+            &batch(0, 1),
+            &mut handle,
+        )
+        .unwrap();
+        // Another client took seq 35, inside the batch 1..80.
+        b.execute(&format!(
+            "INSERT INTO {}.events (session_id, seq, type, time, data) VALUES ('m', 35, 'x', 1, '{{}}')",
+            b.schema
+        ))
+        .unwrap();
+        let err = b.append(&key, &batch(1, 80), &mut handle).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "append seq mismatch for \"m\": the database already holds seq 35"
+        );
+        let count = b
+            .tx(|tx| {
+                let row = tx
+                    .query_one(&format!("SELECT count(*) FROM {}.events", b.schema), &[])
+                    .map_err(|e| b.err(e))?;
+                row.try_get::<_, i64>(0).map_err(|e| b.err(e))
+            })
+            .unwrap();
+        assert_eq!(count, 2);
+        b.close();
+    }
+}

@@ -40,6 +40,33 @@ const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
 const noop = () => {}
 const nextTick = () => new Promise((resolve) => setImmediate(resolve))
 
+/** Events whose texts a flush builds per event-loop turn. */
+const PENDING_PART_EVENTS = 4096
+
+/**
+ * The session's pending texts for a flush, built a part per event-loop turn
+ * (a live session of 100k events would otherwise stringify them all at
+ * once on the main thread): `{ native, pending, parts }`, `pending` being
+ * all the parts' bytes as one batch (null when none).
+ */
+async function pendingOf(session, internal) {
+  let { native, from, to } = internal.pendingRange(session)
+  let parts = []
+  for (let a = from; a < to; a += PENDING_PART_EVENTS) {
+    if (a > from) await nextTick()
+    parts.push(internal.pendingPart(session, a, Math.min(to, a + PENDING_PART_EVENTS)))
+  }
+  if (parts.length > 1 && internal.pendingRange(session).from !== from) {
+    // Another path (toJsonl, fork) handed texts to the native log meanwhile:
+    // take what is pending now, at once.
+    ;({ native, from, to } = internal.pendingRange(session))
+    parts = from < to ? [internal.pendingPart(session, from, to)] : []
+  }
+  if (parts.length === 0) return { native, pending: null, parts }
+  const bytes = parts.length === 1 ? parts[0].bytes : Buffer.concat(parts.map((p) => p.bytes))
+  return { native, pending: { from, to: parts[parts.length - 1].to, bytes }, parts }
+}
+
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
 function checkId(id) {
   if (typeof id !== 'string' || id.length === 0) {
@@ -205,21 +232,25 @@ class SessionStoreBase {
       const id = session.id
       const file = this.#file(id)
       return this.#chain(id, async () => {
-        const { native, pending } = internal.unsynced(session)
+        const { native, pending, parts } = await pendingOf(session, internal)
         const staged = this.#native.stage(native, id, pending?.bytes)
         if (staged.more(native, STAGE_CHUNK_BYTES)) {
           // A long copy yields to the event loop (in bounded steps): the
           // session takes its pending texts first, so nothing runs between.
-          internal.attachPending(session, pending)
+          for (const part of parts) internal.attachPending(session, part)
           while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
           return this.#native.flush(staged, id, file)
         }
         const written = this.#native.flush(staged, id, file)
-        // The session takes its pending texts while the pool writes them.
-        // The pool checks the texts as the session does: if the session
-        // refuses them, the write fails the same way.
+        // The session takes its pending texts while the pool writes them
+        // (a part per event-loop turn). The pool checks the texts as the
+        // session does: if the session refuses them, the write fails the
+        // same way.
         try {
-          internal.attachPending(session, pending)
+          for (let i = 0; i < parts.length; i++) {
+            if (i > 0) await nextTick()
+            internal.attachPending(session, parts[i])
+          }
         } catch (error) {
           written.catch(noop)
           throw error

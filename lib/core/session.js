@@ -285,11 +285,15 @@ class Session {
    * A store writes these bytes as they are.
    */
   #pending() {
-    if (this.#synced >= this.#seq) return null
+    return this.#synced >= this.#seq ? null : this.#pendingPart(this.#synced, this.#seq)
+  }
+
+  /** `#pending` of events `from..to` only (a long flush builds it in parts). */
+  #pendingPart(from, to) {
     const objs = this.#objs
     let text = ''
-    for (let i = this.#synced - this.#objsFrom; i < objs.length; i++) text += `${JSON.stringify(objs[i])}\n`
-    return { from: this.#synced, to: this.#seq, bytes: Buffer.from(text, 'utf8') }
+    for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) text += `${JSON.stringify(objs[i])}\n`
+    return { from, to, bytes: Buffer.from(text, 'utf8') }
   }
 
   /** Hand `pending` (from `#pending`) to the native log, unless it already has it. */
@@ -511,13 +515,14 @@ class Session {
     return new Session(INTERNAL, child, objs)
   }
 
-  /** The native log and the texts it does not hold yet (a store flush). */
-  static #unsynced(session) {
-    return { native: session.#native, pending: session.#pending() }
+  /** The native log and the seqs `from..to` whose texts it does not hold yet. */
+  static #pendingRange(session) {
+    return { native: session.#native, from: session.#synced, to: session.#seq }
   }
 
   static {
-    internal.unsynced = (session) => Session.#unsynced(session)
+    internal.pendingRange = (session) => Session.#pendingRange(session)
+    internal.pendingPart = (session, from, to) => session.#pendingPart(from, to)
     internal.attachPending = (session, pending) => session.#attach(pending)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
   }

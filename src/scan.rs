@@ -94,6 +94,17 @@ fn syntax<T>() -> Scan<T> {
 }
 
 impl<'a> Scanner<'a> {
+    /// A scanner at the start of `text` that refuses nesting deeper than `limit`.
+    fn new(text: &'a str, limit: usize) -> Scanner<'a> {
+        Scanner {
+            text,
+            b: text.as_bytes(),
+            pos: 0,
+            limit,
+            lossy: false,
+        }
+    }
+
     #[inline]
     fn ws(&mut self) {
         while let Some(&c) = self.b.get(self.pos) {
@@ -408,13 +419,7 @@ impl<'a> Scanner<'a> {
 /// Check that `text` is one JSON value (a payload) that `JSON.parse` reads
 /// losslessly and that nests at most `MAX_NESTING` levels.
 pub fn check_value(text: &str) -> Scan<()> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        limit: MAX_NESTING,
-        lossy: false,
-    };
+    let mut s = Scanner::new(text, MAX_NESTING);
     s.skip_value(0)?;
     s.end()?;
     if s.lossy {
@@ -428,13 +433,7 @@ pub fn check_value(text: &str) -> Scan<()> {
 /// JSON object; `None` when it is another value or not JSON. For texts the
 /// scanner already read: no limit is enforced here.
 pub fn object_members(text: &str) -> Option<Vec<(&str, &str)>> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        limit: usize::MAX,
-        lossy: false,
-    };
+    let mut s = Scanner::new(text, usize::MAX);
     s.ws();
     if s.peek() != Some(b'{') {
         return None;
@@ -449,13 +448,7 @@ pub fn object_members(text: &str) -> Option<Vec<(&str, &str)>> {
 /// `None` when it is another value or not JSON. For texts the scanner
 /// already read: no limit is enforced here.
 pub fn array_items(text: &str) -> Option<Vec<&str>> {
-    let mut s = Scanner {
-        text,
-        b: text.as_bytes(),
-        pos: 0,
-        limit: usize::MAX,
-        lossy: false,
-    };
+    let mut s = Scanner::new(text, usize::MAX);
     s.ws();
     if s.peek() != Some(b'[') {
         return None;
@@ -572,14 +565,8 @@ pub fn string_lossy(raw: &str) -> Option<String> {
 /// `JSON.parse` keeps and its payload nests at most `MAX_NESTING` levels
 /// (`false`: readable, but not lossless). `Err`: not JSON (syntax only).
 pub fn read_event_line(line: &str) -> Scan<(Fields<'_>, bool)> {
-    let mut s = Scanner {
-        text: line,
-        b: line.as_bytes(),
-        pos: 0,
-        // The envelope is one level around the payload.
-        limit: MAX_NESTING + 1,
-        lossy: false,
-    };
+    // The envelope is one level around the payload.
+    let mut s = Scanner::new(line, MAX_NESTING + 1);
     s.ws();
     let mut out = Fields::default();
     if s.peek() != Some(b'{') {

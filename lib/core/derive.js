@@ -21,15 +21,16 @@ function textBlock(text) {
   return freeze({ type: 'text', text })
 }
 
-/**
- * `<tag source=KIND>` … `</tag>` around the blocks, KIND being
- * `JSON.stringify(source.kind)` (`undefined` when there is none).
- */
+/** `<tag source=KIND>`, KIND being `JSON.stringify(source.kind)` (`undefined` when there is none). */
+function openTag(tag, source) {
+  return `<${tag} source=${isRecord(source) ? JSON.stringify(source.kind) : undefined}>`
+}
+
+/** `<tag source=KIND>` … `</tag>` around the blocks, frozen. */
 function wrap(tag, content, source) {
-  const kind = isRecord(source) ? JSON.stringify(source.kind) : undefined
   const blocks = isArray(content) ? content : []
   const out = new Array(blocks.length + 2)
-  out[0] = textBlock(`<${tag} source=${kind}>`)
+  out[0] = textBlock(openTag(tag, source))
   for (let i = 0; i < blocks.length; i++) out[i + 1] = blocks[i]
   out[blocks.length + 1] = textBlock(`</${tag}>`)
   return freeze(out)
@@ -98,8 +99,7 @@ function deriveEventMessage(event) {
 function renderContextContent(content, source, envelope) {
   const blocks = isArray(content) ? JSON.parse(JSON.stringify(content)) : []
   if (envelope === 'raw') return blocks
-  const kind = isRecord(source) ? JSON.stringify(source.kind) : undefined
-  return [{ type: 'text', text: `<context source=${kind}>` }, ...blocks, { type: 'text', text: '</context>' }]
+  return [{ type: 'text', text: openTag('context', source) }, ...blocks, { type: 'text', text: '</context>' }]
 }
 
 module.exports = { deriveFrozen, deriveEventMessage, renderContextContent }

@@ -485,7 +485,7 @@ class Session {
         this.#headerCache = undefined
       } else {
         this.#materialize([seq])
-        this.#headerCache = freezeTop(canonicalForm(this.#payloadAt(seq).data.header))
+        this.#headerCache = deepFreeze(canonicalForm(this.#payloadAt(seq).data.header))
       }
       this.#headerStale = false
     }
@@ -528,9 +528,5 @@ class Session {
   }
 }
 
-/** Freeze a canonical header's own record (its values are frozen already). */
-function freezeTop(value) {
-  return typeof value === 'object' && value !== null ? deepFreeze(value) : value
-}
 
-module.exports = { Session, internal, SURFACE_TYPES }
+module.exports = { Session, internal }

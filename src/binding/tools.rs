@@ -108,6 +108,19 @@ struct Loaded {
     written: bool,
 }
 
+impl Loaded {
+    /// A database session read without writing (no file sizes).
+    fn read_only(repaired: Repaired, records: usize) -> Loaded {
+        Loaded {
+            repaired,
+            records,
+            file_bytes: None,
+            committed_bytes: None,
+            written: false,
+        }
+    }
+}
+
 /// Read a JSONL log by path and repair it as a store load would
 /// (`jsonl::repair_bytes`); with `write`, make the repair durable as the
 /// JSONL store does on load (`jsonl::write_repair`).
@@ -170,13 +183,7 @@ fn load_sqlite(path: &str, id: &str) -> CoreResult<Loaded> {
     let conn = open_sqlite(path)?.ok_or_else(|| not_found(id))?;
     let (repaired, records) =
         sqlite::read_session(&conn, path, id)?.ok_or_else(|| not_found(id))?;
-    Ok(Loaded {
-        repaired,
-        records,
-        file_bytes: None,
-        committed_bytes: None,
-        written: false,
-    })
+    Ok(Loaded::read_only(repaired, records))
 }
 
 /// The headers of a SQLite database's sessions, read-only, ordered as the
@@ -388,13 +395,7 @@ fn load_postgres(url: String, schema: String, id: &str) -> CoreResult<Loaded> {
     let read = reader.read_log(id);
     crate::store::Backend::close(&reader);
     let (repaired, records) = read?.ok_or_else(|| not_found(id))?;
-    Ok(Loaded {
-        repaired,
-        records,
-        file_bytes: None,
-        committed_bytes: None,
-        written: false,
-    })
+    Ok(Loaded::read_only(repaired, records))
 }
 
 /// Read one session of a PostgreSQL store read-only (no lease, no repair

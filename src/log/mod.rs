@@ -422,8 +422,8 @@ mod tests {
         .unwrap();
         assert_eq!(log.len(), 2);
         assert_eq!(
-            log.texts_json(&[1]),
-            r#"[{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#
+            log.payloads_json(&[1]),
+            r#"["user/message",{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}]"#
         );
         assert_eq!(log.surface().nodes(), vec![1]);
         assert_eq!(log.meta(0).map(|m| m.time), Some(5));

@@ -30,24 +30,6 @@ impl Log {
         crate::scan::member(&members, "data")
     }
 
-    /// The texts of events `seqs` (each held natively) as one JSON array text.
-    pub fn texts_json(&self, seqs: &[u32]) -> String {
-        let size: usize = seqs
-            .iter()
-            .map(|&i| self.texts.get(i as usize).map_or(4, str::len) + 1)
-            .sum();
-        let mut out = String::with_capacity(size + 2);
-        out.push('[');
-        for (k, &i) in seqs.iter().enumerate() {
-            if k > 0 {
-                out.push(',');
-            }
-            out.push_str(self.texts.get(i as usize).unwrap_or("null"));
-        }
-        out.push(']');
-        out
-    }
-
     /// The type and payload of the events at `seqs`, as one flat JSON array
     /// `[type, data, type, data, ...]` (what deriving and the header fold
     /// read; the type is null for a kind without a fixed name).

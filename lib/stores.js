@@ -46,25 +46,23 @@ const PENDING_PART_EVENTS = 4096
 /**
  * The session's pending texts for a flush, built a part per event-loop turn
  * (a live session of 100k events would otherwise stringify them all at
- * once on the main thread): `{ native, pending, parts }`, `pending` being
- * all the parts' bytes as one batch (null when none).
+ * once on the main thread): `{ native, parts }`, the parts one batch in
+ * order (none when nothing is pending).
  */
 async function pendingOf(session, internal) {
-  let { native, from, to } = internal.pendingRange(session)
-  let parts = []
+  const { native, from, to } = internal.pendingRange(session)
+  const parts = []
   for (let a = from; a < to; a += PENDING_PART_EVENTS) {
     if (a > from) await nextTick()
     parts.push(internal.pendingPart(session, a, Math.min(to, a + PENDING_PART_EVENTS)))
   }
-  if (parts.length > 1 && internal.pendingRange(session).from !== from) {
+  const now = internal.pendingRange(session)
+  if (parts.length > 1 && now.from !== from) {
     // Another path (toJsonl, fork) handed texts to the native log meanwhile:
     // take what is pending now, at once.
-    ;({ native, from, to } = internal.pendingRange(session))
-    parts = from < to ? [internal.pendingPart(session, from, to)] : []
+    return { native: now.native, parts: now.from < now.to ? [internal.pendingPart(session, now.from, now.to)] : [] }
   }
-  if (parts.length === 0) return { native, pending: null, parts }
-  const bytes = parts.length === 1 ? parts[0].bytes : Buffer.concat(parts.map((p) => p.bytes))
-  return { native, pending: { from, to: parts[parts.length - 1].to, bytes }, parts }
+  return { native, parts }
 }
 
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
@@ -232,8 +230,8 @@ class SessionStoreBase {
       const id = session.id
       const file = this.#file(id)
       return this.#chain(id, async () => {
-        const { native, pending, parts } = await pendingOf(session, internal)
-        const staged = this.#native.stage(native, id, pending?.bytes)
+        const { native, parts } = await pendingOf(session, internal)
+        const staged = this.#native.stage(native, id, parts.length === 0 ? undefined : parts.map((p) => p.bytes))
         if (staged.more(native, STAGE_CHUNK_BYTES)) {
           // A long copy yields to the event loop (in bounded steps): the
           // session takes its pending texts first, so nothing runs between.

@@ -298,7 +298,7 @@ impl NativeStore {
         &self,
         native: &NativeSession,
         id: String,
-        pending: Option<Buffer>,
+        pending: Option<Vec<Buffer>>,
     ) -> StagedFlush {
         let log = native.log();
         let from = (self.store.cursor(&id).unwrap_or(0) as usize).min(log.texts_len());
@@ -308,7 +308,12 @@ impl NativeStore {
         // holds none to copy.)
         let bytes = match log.texts_bytes(from, log.texts_len()) {
             0 => 0,
-            logged => logged + pending.as_ref().map_or(0, |p| p.len()),
+            logged => {
+                logged
+                    + pending
+                        .as_ref()
+                        .map_or(0, |p| p.iter().map(|b| b.len()).sum())
+            }
         };
         StagedFlush {
             staged: Some(Staged {
@@ -325,7 +330,15 @@ impl NativeStore {
             }),
             next: from,
             end: log.texts_len(),
-            pending: pending.map(|b| b.to_vec()),
+            // One copy of the parts (a long flush builds them a part per
+            // event-loop turn), joined here.
+            pending: pending.map(|parts| {
+                let mut all = Vec::with_capacity(parts.iter().map(|b| b.len()).sum());
+                for part in &parts {
+                    all.extend_from_slice(part);
+                }
+                all
+            }),
         }
     }
 

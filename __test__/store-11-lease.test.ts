@@ -4,7 +4,7 @@
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type Holder, spawnHolder } from './fixtures-crash/holder.js'
 import {
   asEvents,
@@ -15,22 +15,13 @@ import {
   pgDump,
   sqliteTool,
   STORES,
-  tempDir,
   turnBatches,
   turns,
   type SessionStore,
+  testCleanup,
 } from './fixtures-crash/stores.js'
 
-const cleanup: (() => Promise<void> | void)[] = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f()
-})
-
-function dirFor(label: string): string {
-  const dir = tempDir(label)
-  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+const { cleanup, dirFor } = testCleanup()
 
 async function holder(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string, id: string): Promise<Holder> {
   const h = await spawnHolder(kind, dir, id)

@@ -5,19 +5,10 @@
 import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
-import { asEvents, header, JsonlSessionStore, Session, STORES, tempDir, turnBatches, turns, type SessionStore } from './fixtures-crash/stores.js'
+import { describe, expect, it } from 'vitest'
+import { asEvents, header, JsonlSessionStore, Session, STORES, turnBatches, turns, type SessionStore, testCleanup } from './fixtures-crash/stores.js'
 
-const cleanup: (() => Promise<void> | void)[] = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f()
-})
-
-function dirFor(label: string): string {
-  const dir = tempDir(label)
-  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+const { cleanup, dirFor } = testCleanup()
 
 function storeIn(make: (dir: string) => SessionStore, dir: string): SessionStore {
   const s = make(dir)

@@ -5,20 +5,11 @@
 
 import * as fs from 'node:fs'
 import * as path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { cli } from './cli-helpers.js'
-import { asEvents, header, PG_URL, pgDump, pgSchema, pgStore, tempDir, turnBatches, turns, type AnyEvent } from './fixtures-crash/stores.js'
+import { asEvents, header, PG_URL, pgDump, pgSchema, pgStore, turnBatches, turns, type AnyEvent, testCleanup } from './fixtures-crash/stores.js'
 
-const cleanup: (() => Promise<void> | void)[] = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f()
-})
-
-function dirFor(label: string): string {
-  const dir = tempDir(label)
-  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+const { cleanup, dirFor } = testCleanup()
 
 /** The store address of test directory `dir` (its own schema). */
 function storeUrl(dir: string): string {

@@ -6,10 +6,9 @@
 // never write.
 
 import { spawn } from 'node:child_process'
-import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   asEvents,
   header,
@@ -21,26 +20,17 @@ import {
   psqlExec,
   rejection,
   Session,
-  tempDir,
   turnBatches,
   turns,
   type AnyEvent,
   type SessionStore,
+  testCleanup,
 } from './fixtures-crash/stores.js'
 
 const WRITER = path.join(__dirname, 'fixtures-crash', 'writer.cjs')
 const READER = path.join(__dirname, 'fixtures-crash', 'reader.cjs')
 
-const cleanup: (() => Promise<void> | void)[] = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f()
-})
-
-function dirFor(label: string): string {
-  const dir = tempDir(label)
-  cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+const { cleanup, dirFor } = testCleanup()
 
 function storeIn(dir: string, options: Record<string, unknown> = {}): SessionStore {
   const s = pgStore(dir, options)

@@ -5,7 +5,7 @@
 
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   asEvents,
   header,
@@ -20,12 +20,10 @@ import {
   turnBatches,
   turns,
   type SessionStore,
+  testCleanup,
 } from './fixtures-crash/stores.js'
 
-const cleanup: (() => Promise<void> | void)[] = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) await f()
-})
+const { cleanup } = testCleanup()
 
 function storeFor(label: string, options: Record<string, unknown> = {}): { dir: string; schema: string; store: SessionStore } {
   const dir = tempDir(label)

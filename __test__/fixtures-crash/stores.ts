@@ -7,6 +7,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import type { DurableSessionStore as SessionStore } from '../../lib/stores.js'
 import type { SessionEvent, SessionHeader } from '../../index.js'
+import { afterEach } from 'vitest'
 
 // The package as Node loads it (one module instance): the stores check that
 // a flushed session is a `Session` of the same instance, and the test
@@ -39,6 +40,23 @@ import type { RawEvent as AnyEvent } from '../spec-helpers.js'
 /** A fresh directory under the OS temp dir. */
 export function tempDir(label: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `dsh-store-${label}-`))
+}
+
+/**
+ * For a test file: `cleanup` runs after each test, last registered first;
+ * `dirFor(label)` makes a temporary directory removed then.
+ */
+export function testCleanup(): { cleanup: (() => Promise<void> | void)[]; dirFor: (label: string) => string } {
+  const cleanup: (() => Promise<void> | void)[] = []
+  afterEach(async () => {
+    for (const f of cleanup.splice(0).reverse()) await f()
+  })
+  const dirFor = (label: string): string => {
+    const dir = tempDir(label)
+    cleanup.push(() => fs.rmSync(dir, { recursive: true, force: true }))
+    return dir
+  }
+  return { cleanup, dirFor }
 }
 
 /** How each store is made in a directory; the contract suite runs over both. */

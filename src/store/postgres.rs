@@ -558,19 +558,7 @@ impl PostgresBackend {
         let Some(row) = row else {
             return Ok(None);
         };
-        let int = |i: usize| {
-            row.try_get::<_, Option<i64>>(i)
-                .ok()
-                .flatten()
-                .map_or(SqlValue::Null, SqlValue::Integer)
-        };
-        let text = |i: usize| {
-            row.try_get::<_, Option<String>>(i)
-                .ok()
-                .flatten()
-                .map_or(SqlValue::Null, SqlValue::Text)
-        };
-        header_of(id, [int(0), int(1), text(2), text(3), int(4)]).map(Some)
+        header_of(id, header_columns(&row, 0)).map(Some)
     }
 
     /// Read session `id` and repair it in memory; `None` when not stored.
@@ -1022,20 +1010,7 @@ impl Backend for PostgresBackend {
                     .iter()
                     .filter_map(|row| {
                         let id: String = row.try_get(0).ok()?;
-                        let int = |i: usize| {
-                            row.try_get::<_, Option<i64>>(i)
-                                .ok()
-                                .flatten()
-                                .map_or(SqlValue::Null, SqlValue::Integer)
-                        };
-                        let text = |i: usize| {
-                            row.try_get::<_, Option<String>>(i)
-                                .ok()
-                                .flatten()
-                                .map_or(SqlValue::Null, SqlValue::Text)
-                        };
-                        let header =
-                            header_of(&id, [int(1), int(2), text(3), text(4), int(5)]).ok()?;
+                        let header = header_of(&id, header_columns(row, 1)).ok()?;
                         Some(Listed { file: None, header })
                     })
                     .collect())
@@ -1052,6 +1027,25 @@ impl Backend for PostgresBackend {
         drop(state);
         self.freed.notify_all();
     }
+}
+
+/// The header columns (version, created_at, cwd, parent_session,
+/// seed_length) of a `sessions` row, from column `first` on, as `header_of`
+/// reads them.
+fn header_columns(row: &postgres::Row, first: usize) -> [SqlValue; 5] {
+    let int = |i: usize| {
+        row.try_get::<_, Option<i64>>(first + i)
+            .ok()
+            .flatten()
+            .map_or(SqlValue::Null, SqlValue::Integer)
+    };
+    let text = |i: usize| {
+        row.try_get::<_, Option<String>>(first + i)
+            .ok()
+            .flatten()
+            .map_or(SqlValue::Null, SqlValue::Text)
+    };
+    [int(0), int(1), text(2), text(3), int(4)]
 }
 
 #[cfg(test)]

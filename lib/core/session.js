@@ -18,9 +18,16 @@
 //   `#headerStale` only by the header bit of that effect.
 // - An event's object and its text are two forms of one event, never edited:
 //   a live append makes the object, and its text reaches the native log when
-//   a native path needs it (`toJsonl`, `fork`, a store flush: `#sync`); a
-//   resumed or seeded log has texts, and objects are parsed when read
-//   (`events`, or the surface events a derive needs: `#materialize`).
+//   a native path needs it (`toJsonl`, `fork`, a store flush: `#sync`) or
+//   on an idle turn once 4,096 are pending (`#scheduleHandOver`); a resumed
+//   or seeded log has texts, and objects are parsed when read (`events`, or
+//   the surface events a derive needs: `#materialize`).
+// - Once its text is in the native log, JS lets go of an event's object
+//   (`#release`), keeping only those a derive or the header fold reads, as a
+//   seeded session does, and a WeakRef to the others: while a caller holds
+//   one, `events` gives that same object. So a long live session holds about
+//   what a seeded one does: its surface as objects, the rest as texts the
+//   native log keeps compressed (`src/log/texts.rs`).
 //
 // So the per-step calls cost O(new surface nodes): `deriveMessages()` derives
 // only nodes it has not seen, from objects already in JS, and never hands
@@ -49,6 +56,13 @@ const INTERNAL = Symbol('internal construction')
 const SEED_SLICE = 2048
 /** Events parsed per native call when `events` is first read. */
 const EVENTS_SLICE = 8192
+/**
+ * A live session hands its events' texts to the native log, and lets go of
+ * their objects, once this many are pending, on an idle turn of the event
+ * loop (at most `HANDOVER_SLICE` per turn).
+ */
+const HANDOVER_AFTER = 4096
+const HANDOVER_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
@@ -69,6 +83,14 @@ class Session {
    * parsed events take these `data` objects, so messages keep sharing them.
    */
   #payloads = new Map()
+  /**
+   * For events below `#objsFrom` that the session handed out and let go of:
+   * a WeakRef to the object (by seq), so that while a caller still holds
+   * it, `events` gives that same object.
+   */
+  #weak = []
+  /** The idle hand-over is scheduled (see `#handOver`). */
+  #handOverDue = false
   #seq = 0
   /** Events `0..#synced` have their JSON text in the native log. */
   #synced = 0
@@ -239,13 +261,26 @@ class Session {
       // In slices: the JSON text of a whole long log at once would be a
       // transient as large as the log, twice (native and JS).
       const payloads = this.#payloads
+      const weak = this.#weak
       const head = []
       for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
         const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
         for (let i = 0; i < slice.length; i++) {
-          // A payload already handed out (in a message or the header) keeps its identity.
+          const seq = from + i
+          // An event the session let go of that a caller still holds, or a
+          // payload already handed out (in a message or the header), keeps
+          // its identity.
+          const held = weak[seq]?.deref()
+          if (held !== undefined) {
+            head.push(held)
+            continue
+          }
+          const known = payloads.get(seq)
+          if (known !== undefined && known.seq === seq) {
+            head.push(known)
+            continue
+          }
           const e = slice[i]
-          const known = payloads.get(from + i)
           if (known !== undefined) e.data = known.data
           head.push(deepFreeze(e))
         }
@@ -253,6 +288,7 @@ class Session {
       this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
       payloads.clear()
+      this.#weak = []
     }
     this.#eventsCache = freeze(this.#objs.slice())
     return this.#eventsCache
@@ -296,11 +332,80 @@ class Session {
     return { from, to, bytes: Buffer.from(text, 'utf8') }
   }
 
-  /** Hand `pending` (from `#pending`) to the native log, unless it already has it. */
+  /**
+   * Hand `pending` (from `#pending`) to the native log, unless it already
+   * has it; then let go of the objects whose texts it holds.
+   */
   #attach(pending) {
     if (pending === null || this.#synced !== pending.from) return
     this.#native.attachTexts(pending.bytes)
     this.#synced = pending.to
+    this.#release()
+  }
+
+  /**
+   * Let go of the objects of events whose texts the native log holds,
+   * keeping those a derive or the header fold reads (surface events and
+   * request headers, as a seeded session does) and a WeakRef to each other
+   * one. Not while an `events` array is current: it holds them anyway, and
+   * must stay the same object until the next append.
+   */
+  #release() {
+    const from = this.#objsFrom
+    const to = this.#synced
+    if (to <= from || this.#eventsCache !== undefined) return
+    const objs = this.#objs
+    const payloads = this.#payloads
+    const weak = this.#weak
+    while (weak.length < from) weak.push(undefined)
+    for (let seq = from; seq < to; seq++) {
+      const e = objs[seq - from]
+      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
+        payloads.set(seq, e)
+        weak.push(undefined)
+      } else {
+        weak.push(new WeakRef(e))
+      }
+    }
+    this.#objs = objs.slice(to - from)
+    this.#objsFrom = to
+  }
+
+  /**
+   * The idle hand-over: on a turn of the event loop with nothing else to
+   * run, the texts of up to `HANDOVER_SLICE` pending events go to the native
+   * log and their objects are let go of (`#release`); again on the next
+   * turn while enough are pending. A long session then holds about a
+   * quarter of its log's size natively instead of every event as objects.
+   */
+  #scheduleHandOver() {
+    this.#handOverDue = true
+    // A timer, not an immediate: an unref'd immediate does not wake a
+    // waiting event loop, an unref'd timer does (and neither keeps a
+    // process alive for the hand-over).
+    setTimeout(() => {
+      this.#handOverDue = false
+      try {
+        this.#handOverSlice()
+      } catch (error) {
+        // The native log refused texts the session accepted: a bug. The
+        // session keeps its objects (no more idle hand-overs), and the next
+        // toJsonl or flush reports the same error to its caller.
+        this.#handOverDue = true
+        reportObserverError(error)
+        return
+      }
+      if (this.#seq - this.#synced >= HANDOVER_AFTER) this.#scheduleHandOver()
+      else NativeSession.releaseFreeMemory()
+    }, 0).unref()
+  }
+
+  /** One step of the hand-over: up to `HANDOVER_SLICE` pending texts, then `#release`. */
+  #handOverSlice() {
+    const from = this.#synced
+    const to = Math.min(this.#seq, from + HANDOVER_SLICE)
+    if (to > from) this.#attach(this.#pendingPart(from, to))
+    else this.#release()
   }
 
   /** Hand every pending event's text to the native log. */
@@ -408,6 +513,7 @@ class Session {
     this.#objs.push(event)
     this.#seq = seq + 1
     this.#eventsCache = undefined
+    if (!this.#handOverDue && this.#seq - this.#synced >= HANDOVER_AFTER) this.#scheduleHandOver()
   }
 
   #vetoed(attachment, error, event) {
@@ -525,6 +631,11 @@ class Session {
     internal.pendingPart = (session, from, to) => session.#pendingPart(from, to)
     internal.attachPending = (session, pending) => session.#attach(pending)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
+    /** The idle hand-over, now, until nothing is pending (tests). */
+    internal.handOver = (session) => {
+      while (session.#synced < session.#seq) session.#handOverSlice()
+      session.#handOverSlice()
+    }
   }
 }
 

@@ -208,6 +208,13 @@ impl NativeSession {
         self.prepared = None;
     }
 
+    /// Return the free pages a hand-over left in the allocator's heaps to
+    /// the system (see `crate::memory`).
+    #[napi(js_name = "releaseFreeMemory")]
+    pub fn release_free_memory() {
+        crate::memory::release_free_memory();
+    }
+
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
     pub fn surface_eligible_types() -> Vec<String> {

@@ -161,7 +161,7 @@ impl StagedFlush {
         let start = batch.lines.len();
         while self.next < end && batch.lines.len() - start < max_bytes as usize {
             if let Some(text) = log.text(self.next) {
-                batch.lines.push_str(text);
+                batch.lines.push_str(&text);
                 batch.lines.push('\n');
             }
             batch.count += 1;
@@ -326,7 +326,7 @@ impl NativeStore {
                 anchor: from
                     .checked_sub(1)
                     .and_then(|i| log.text(i))
-                    .map(Into::into),
+                    .map(|t| Box::from(&*t)),
             }),
             next: from,
             end: log.texts_len(),

@@ -266,15 +266,16 @@ impl LoadReport {
         }
         let mut kept = Log::new(log.header().clone());
         for i in 0..l.repaired.preserved {
-            let text = log.text(i).unwrap_or("null");
-            kept.accept_text(text, i).map_err(|e| {
-                throw(
-                    &env,
-                    e.unwrap_or_else(|| {
-                        CoreError::CorruptLog(format!("unparsable event at seq {i}"))
-                    }),
-                )
-            })?;
+            let text = log.text(i);
+            kept.accept_text(text.as_deref().unwrap_or("null"), i)
+                .map_err(|e| {
+                    throw(
+                        &env,
+                        e.unwrap_or_else(|| {
+                            CoreError::CorruptLog(format!("unparsable event at seq {i}"))
+                        }),
+                    )
+                })?;
         }
         Ok(NativeSession::from_log(kept))
     }
@@ -291,8 +292,9 @@ impl LoadReport {
             l.repaired.preserved
         };
         let mut trace = Trace::new();
+        let texts: Vec<_> = (0..end).map(|i| log.text(i)).collect();
         Ok(trace
-            .extend((0..end).map(|i| log.text(i).unwrap_or("null")))
+            .extend(texts.iter().map(|t| t.as_deref().unwrap_or("null")))
             .err()
             .map(|e| {
                 json!({"message": e.to_string(), "code": e.code(), "seq": trace.len()}).to_string()

@@ -18,7 +18,7 @@ mod texts;
 
 pub use live::live_records;
 pub(crate) use read::Part;
-pub use texts::Texts;
+pub use texts::{Text, Texts};
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;
 pub(crate) use crate::priority::lower_priority;
@@ -164,8 +164,14 @@ impl Log {
         self.metas.get(seq)
     }
 
-    pub fn text(&self, seq: usize) -> Option<&str> {
+    pub fn text(&self, seq: usize) -> Option<Text<'_>> {
         self.texts.get(seq)
+    }
+
+    /// Call `f` with the texts of events `from..to` in order (a missing one
+    /// as `None`), each block opened once.
+    pub fn visit_texts(&self, from: usize, to: usize, f: impl FnMut(usize, Option<&str>)) {
+        self.texts.visit(from, to, f)
     }
 
     /// At least the bytes texts `from..to` take with a newline after each
@@ -318,12 +324,18 @@ impl Log {
                 "fork needs the texts of every event up to the boundary".into(),
             ));
         }
-        for i in 0..=end {
+        let mut replayed = Ok(());
+        self.texts.visit(0, end + 1, |i, text| {
+            if replayed.is_err() {
+                return;
+            }
             let meta = self.metas[i];
-            let plan = log.surface.replay_plan(i as u64, meta.op)?;
-            log.apply(&plan, header_seq(meta.kind, i as u64));
-            log.record(meta, self.texts.get(i).unwrap_or("null"));
-        }
+            replayed = log.surface.replay_plan(i as u64, meta.op).map(|plan| {
+                log.apply(&plan, header_seq(meta.kind, i as u64));
+                log.record(meta, text.unwrap_or("null"));
+            });
+        });
+        replayed?;
         Ok(log)
     }
 }
@@ -375,7 +387,13 @@ mod tests {
         for cut in [1, 4096, lines.len() - 1] {
             let (a, b) = lines.split_at(cut);
             let two = read(&[a, b]).expect("two parts");
-            assert!(two.texts.iter().eq(one.texts.iter()), "cut at {cut}");
+            assert!(
+                two.texts
+                    .iter()
+                    .map(|t| t.to_string())
+                    .eq(one.texts.iter().map(|t| t.to_string())),
+                "cut at {cut}"
+            );
             assert_eq!(two.to_jsonl(), one.to_jsonl());
             // A bad event in the second part is named by its index in the log.
             let mut bad = b.to_vec();

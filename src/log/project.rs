@@ -1,7 +1,7 @@
 //! What the log gives out: event texts (ranges or picked seqs), the whole
 //! log as JSONL, and the closers of an interrupted turn.
 
-use super::Log;
+use super::{Log, Text};
 use crate::repair::{closers, ScanEvent};
 
 impl Log {
@@ -9,25 +9,27 @@ impl Log {
     pub fn events_json(&self, from: usize, to: usize) -> String {
         let to = to.min(self.texts.len());
         let from = from.min(to);
-        let size: usize = (from..to)
-            .map(|i| self.texts.get(i).map_or(0, str::len) + 1)
-            .sum();
-        let mut out = String::with_capacity(size + 2);
+        let mut out = String::with_capacity(self.texts_bytes(from, to) + 2);
         out.push('[');
-        for i in from..to {
+        self.texts.visit(from, to, |i, text| {
             if i > from {
                 out.push(',');
             }
-            out.push_str(self.texts.get(i).unwrap_or("null"));
-        }
+            out.push_str(text.unwrap_or("null"));
+        });
         out.push(']');
         out
     }
 
     /// The payload text of event `seq`.
-    pub fn data_of(&self, seq: usize) -> Option<&str> {
-        let members = crate::scan::object_members(self.texts.get(seq)?)?;
-        crate::scan::member(&members, "data")
+    pub fn data_of(&self, seq: usize) -> Option<Text<'_>> {
+        let text = self.texts.get(seq)?;
+        let data = {
+            let members = crate::scan::object_members(&text)?;
+            crate::scan::member(&members, "data")?
+        };
+        let (start, len) = (data.as_ptr() as usize - text.as_ptr() as usize, data.len());
+        Some(text.narrow_to(start, start + len))
     }
 
     /// The type and payload of the events at `seqs`, as one flat JSON array
@@ -37,7 +39,7 @@ impl Log {
         let mut out = String::with_capacity(
             2 + seqs
                 .iter()
-                .map(|&i| self.texts.get(i as usize).map_or(8, str::len))
+                .map(|&i| self.texts_bytes(i as usize, i as usize + 1) + 8)
                 .sum::<usize>(),
         );
         out.push('[');
@@ -55,7 +57,7 @@ impl Log {
                 None => out.push_str("null"),
             }
             out.push(',');
-            out.push_str(self.data_of(i).unwrap_or("null"));
+            out.push_str(self.data_of(i).as_deref().unwrap_or("null"));
         }
         out.push(']');
         out
@@ -64,30 +66,31 @@ impl Log {
     /// The whole log as the JSONL store writes it.
     pub fn to_jsonl(&self) -> String {
         let header = self.header.line();
-        let mut out = String::with_capacity(
-            header.len() + 1 + self.texts.iter().map(|t| t.len() + 1).sum::<usize>(),
-        );
+        let mut out =
+            String::with_capacity(header.len() + 1 + self.texts_bytes(0, self.texts.len()));
         out.push_str(&header);
         out.push('\n');
-        for t in self.texts.iter() {
-            out.push_str(t);
-            out.push('\n');
-        }
+        self.texts.visit(0, self.texts.len(), |_, text| {
+            if let Some(text) = text {
+                out.push_str(text);
+                out.push('\n');
+            }
+        });
         out
     }
 
     /// The section-8 closers for this log.
     pub fn closers(&self) -> Vec<String> {
         let from = self.last_boundary.unwrap_or(0);
-        let texts = &self.texts;
         let metas = &self.metas;
-        closers((from..texts.len()).filter_map(|i| {
-            Some(ScanEvent {
-                kind: metas[i].kind,
-                seq: i as u64,
-                time: metas[i].time,
-                data: self.data_of(i)?,
-            })
+        let datas: Vec<(usize, Text<'_>)> = (from..self.texts.len())
+            .filter_map(|i| Some((i, self.data_of(i)?)))
+            .collect();
+        closers(datas.iter().map(|(i, data)| ScanEvent {
+            kind: metas[*i].kind,
+            seq: *i as u64,
+            time: metas[*i].time,
+            data,
         }))
     }
 }

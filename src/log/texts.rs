@@ -1,26 +1,88 @@
-//! Event texts in a few large buffers that never move.
+//! Event texts in blocks that never move; full blocks are kept compressed.
 
-/// Every event's JSON text, in a few large buffers (no allocation per
-/// event). A buffer is never reallocated once texts live in it: appending
-/// to a long session never copies what it already holds, so a live append
-/// costs the same at event 10 and at event 1,000,000.
-#[derive(Debug, Clone, Default)]
-pub struct Texts {
-    /// The buffers; only the last one takes more text.
-    chunks: Vec<String>,
-    /// Where each chunk starts in the offsets `spans` use.
-    bases: Vec<usize>,
-    /// Each text's start and end offset (its chunk's base plus its index there).
-    spans: Vec<(usize, usize)>,
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// One block of texts, one after another.
+#[derive(Debug, Clone)]
+enum Block {
+    /// Texts as they are: the open block (the last one, which takes
+    /// pushes), a block that would not compress, or a buffer adopted from a
+    /// JSONL read (kept as read: its texts are slices of the log's lines).
+    Raw(String),
+    /// A sealed block compressed with LZ4 (`len`: its length as text).
+    /// Agent-log JSON compresses about 4:1, so a long session holds about a
+    /// quarter of its log's size; reading a text opens its block once.
+    Lz4 { len: usize, bytes: Box<[u8]> },
 }
 
-/// Bounds on the capacity of a new buffer: about what the texts before it
-/// take (so buffers double as a session grows), at least the smaller bound
-/// and at most the larger (a larger text gets a buffer of its own size).
-/// Buffers of the larger size are mapped on their own by the allocator and
-/// returned to the system when the session goes.
-const TEXT_CHUNK_MIN: usize = 64 << 10;
-const TEXT_CHUNK_MAX: usize = 32 << 20;
+/// Every event's JSON text, in blocks of about `BLOCK` bytes (no allocation
+/// per event). A block is never reallocated once texts live in it, so an
+/// append costs the same at event 10 and at event 1,000,000; a block that
+/// is full is sealed, compressed when that saves at least an eighth.
+#[derive(Debug, Default)]
+pub struct Texts {
+    blocks: Vec<Block>,
+    /// Where each block starts in the offsets `spans` use.
+    bases: Vec<usize>,
+    /// Each text's start and end offset (its block's base plus its index there).
+    spans: Vec<(usize, usize)>,
+    /// Blocks `0..adopted` were adopted from a read and are never compressed.
+    adopted: usize,
+    /// The block opened last, shared with the texts handed out from it: a
+    /// run of reads in one block decompresses it once.
+    recent: Mutex<Option<(usize, Arc<String>)>>,
+}
+
+impl Clone for Texts {
+    fn clone(&self) -> Texts {
+        Texts {
+            blocks: self.blocks.clone(),
+            bases: self.bases.clone(),
+            spans: self.spans.clone(),
+            adopted: self.adopted,
+            recent: Mutex::new(None),
+        }
+    }
+}
+
+/// A text of the log: borrowed from a raw block, or a slice of an opened
+/// (decompressed) block it shares. Derefs to `str`.
+#[derive(Debug, Clone)]
+pub enum Text<'a> {
+    Borrowed(&'a str),
+    Opened(Arc<String>, usize, usize),
+}
+
+impl Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Text::Borrowed(s) => s,
+            Text::Opened(block, s, e) => block.get(*s..*e).unwrap_or(""),
+        }
+    }
+}
+
+impl<'a> Text<'a> {
+    /// Bytes `start..end` of this text (empty if that is not a part of it).
+    pub fn narrow_to(self, start: usize, end: usize) -> Text<'a> {
+        match self {
+            Text::Borrowed(s) => Text::Borrowed(s.get(start..end).unwrap_or("")),
+            Text::Opened(block, s, e) if start <= end && s + end <= e => {
+                Text::Opened(block, s + start, s + end)
+            }
+            Text::Opened(block, s, _) => Text::Opened(block, s, s),
+        }
+    }
+}
+
+/// Bounds on a new block's capacity: about what the texts before it take
+/// (so a short session stays small), at least `BLOCK_MIN` and at most
+/// `BLOCK` (a larger text gets a block of its own size). `BLOCK` is what a
+/// read of one text decompresses.
+const BLOCK_MIN: usize = 16 << 10;
+const BLOCK: usize = 256 << 10;
 
 impl Texts {
     pub fn len(&self) -> usize {
@@ -29,49 +91,130 @@ impl Texts {
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
-    pub fn get(&self, i: usize) -> Option<&str> {
-        let &(s, e) = self.spans.get(i)?;
-        // The last chunk whose base is at or before `s`.
+    /// The block holding offset `s`, and its base.
+    fn block_of(&self, s: usize) -> Option<(usize, usize)> {
         let k = self.bases.partition_point(|&b| b <= s).checked_sub(1)?;
-        let base = self.bases[k];
-        self.chunks[k].get(s - base..e - base)
+        Some((k, self.bases[k]))
+    }
+    /// Block `k` as text (opened if compressed).
+    fn open(&self, k: usize) -> Option<Text<'_>> {
+        match self.blocks.get(k)? {
+            Block::Raw(text) => Some(Text::Borrowed(text)),
+            Block::Lz4 { len, bytes } => {
+                let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some((j, block)) = recent.as_ref() {
+                    if *j == k {
+                        return Some(Text::Opened(block.clone(), 0, block.len()));
+                    }
+                }
+                // What was compressed here decompresses (the bytes never
+                // leave this struct); a failure would be a bug, and reads as
+                // a missing text rather than a wrong one.
+                let raw = lz4_flex::block::decompress(bytes, *len).ok()?;
+                let block = Arc::new(String::from_utf8(raw).ok()?);
+                *recent = Some((k, block.clone()));
+                let end = block.len();
+                Some(Text::Opened(block, 0, end))
+            }
+        }
+    }
+    pub fn get(&self, i: usize) -> Option<Text<'_>> {
+        let &(s, e) = self.spans.get(i)?;
+        let (k, base) = self.block_of(s)?;
+        let block = self.open(k)?;
+        let (s, e) = (s - base, e - base);
+        Some(match block {
+            Text::Borrowed(text) => Text::Borrowed(text.get(s..e)?),
+            Text::Opened(block, ..) => {
+                block.get(s..e)?;
+                Text::Opened(block, s, e)
+            }
+        })
+    }
+    /// Call `f` with each of texts `from..to` in order (a missing one as
+    /// `None`), opening each block once.
+    pub fn visit(&self, from: usize, to: usize, mut f: impl FnMut(usize, Option<&str>)) {
+        let to = to.min(self.len());
+        let mut open: Option<(usize, usize, Text<'_>)> = None;
+        for i in from..to {
+            let (s, e) = self.spans[i];
+            let Some((k, base)) = self.block_of(s) else {
+                f(i, None);
+                continue;
+            };
+            if open.as_ref().is_none_or(|(j, ..)| *j != k) {
+                open = self.open(k).map(|t| (k, base, t));
+            }
+            let text = open
+                .as_ref()
+                .and_then(|(_, base, t)| t.get(s - base..e - base));
+            f(i, text);
+        }
     }
     /// The end offset of the texts so far (where the next text starts).
     fn end(&self) -> usize {
-        match (self.bases.last(), self.chunks.last()) {
-            (Some(b), Some(c)) => b + c.len(),
+        match (self.bases.last(), self.blocks.last()) {
+            (Some(b), Some(Block::Raw(c))) => b + c.len(),
+            (Some(b), Some(Block::Lz4 { len, .. })) => b + len,
             _ => 0,
         }
     }
-    /// A chunk with room for `bytes` more, started when the last one is full.
+    /// The open block, with room for `bytes` more: a new one when the last
+    /// is full or sealed (the full one is sealed then).
     fn room(&mut self, bytes: usize) -> &mut String {
-        let full = self
-            .chunks
-            .last()
-            .is_none_or(|c| c.capacity() - c.len() < bytes);
+        let k = self.blocks.len();
+        let full = match self.blocks.last() {
+            Some(Block::Raw(c)) => k <= self.adopted || c.capacity() - c.len() < bytes,
+            _ => true,
+        };
         if full {
+            if k > self.adopted {
+                self.seal(k - 1);
+            }
             let base = self.end();
             self.bases.push(base);
-            let size = base.clamp(TEXT_CHUNK_MIN, TEXT_CHUNK_MAX);
-            self.chunks.push(String::with_capacity(bytes.max(size)));
+            let size = base.clamp(BLOCK_MIN, BLOCK);
+            self.blocks
+                .push(Block::Raw(String::with_capacity(bytes.max(size))));
         }
-        let last = self.chunks.len() - 1;
-        &mut self.chunks[last]
+        match self.blocks.last_mut() {
+            Some(Block::Raw(c)) => c,
+            // Just pushed or checked raw above.
+            _ => unreachable!("the open block is raw"),
+        }
+    }
+    /// Compress block `k` if that saves at least an eighth of it.
+    fn seal(&mut self, k: usize) {
+        let Some(Block::Raw(text)) = self.blocks.get(k) else {
+            return;
+        };
+        let bytes = lz4_flex::block::compress(text.as_bytes());
+        if bytes.len() <= text.len() - text.len() / 8 {
+            let len = text.len();
+            self.blocks[k] = Block::Lz4 {
+                len,
+                bytes: bytes.into_boxed_slice(),
+            };
+        } else if text.capacity() > text.len() {
+            if let Some(Block::Raw(text)) = self.blocks.get_mut(k) {
+                text.shrink_to_fit();
+            }
+        }
     }
     pub fn push(&mut self, text: &str) {
         let start = self.end();
         self.room(text.len()).push_str(text);
         self.spans.push((start, start + text.len()));
     }
-    /// Room for `count` more events (their texts take chunks as they come).
+    /// Room for `count` more events (their texts take blocks as they come).
     pub(super) fn reserve(&mut self, count: usize) {
         self.spans.reserve(count);
     }
-    /// Take log texts as the first buffers, one after another (a span's
+    /// Take log texts as the first blocks, one after another (a span's
     /// offset is its buffer's start, the lengths before it summed, plus its
-    /// offset there); before any push.
+    /// offset there); before any push. They stay as read.
     pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
-        self.chunks = Vec::with_capacity(texts.len());
+        self.blocks = Vec::with_capacity(texts.len());
         self.bases = Vec::with_capacity(texts.len());
         let mut base = 0;
         for text in texts {
@@ -81,13 +224,14 @@ impl Texts {
             }
             self.bases.push(base);
             base += text.len();
-            self.chunks.push(text);
+            self.blocks.push(Block::Raw(text));
         }
+        self.adopted = self.blocks.len();
     }
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
     }
-    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = Text<'_>> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
     }
     /// The offsets texts `from..to` cover (at least their total length).
@@ -106,29 +250,46 @@ impl Texts {
 mod tests {
     use super::*;
 
+    fn all(t: &Texts) -> Vec<String> {
+        t.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn visited(t: &Texts, from: usize, to: usize) -> Vec<Option<String>> {
+        let mut out = Vec::new();
+        t.visit(from, to, |_, s| out.push(s.map(str::to_string)));
+        out
+    }
+
     #[test]
-    fn texts_span_chunks_without_moving_what_they_hold() {
+    fn texts_span_blocks_without_moving_what_they_hold() {
         let mut t = Texts::default();
         t.push_span(5, 7);
         t.adopt_buffers(vec!["head\nab".to_string()]);
-        let big = "x".repeat(TEXT_CHUNK_MIN + 3);
-        let first_chunk = t.chunks[0].as_ptr();
+        let big = "x".repeat(BLOCK + 3);
         t.push("cd");
-        let second = t.chunks[1].as_ptr();
+        let second = match &t.blocks[1] {
+            Block::Raw(c) => c.as_ptr(),
+            Block::Lz4 { .. } => panic!("the open block is raw"),
+        };
+        t.push("ef");
+        match &t.blocks[1] {
+            Block::Raw(c) => assert_eq!(c.as_ptr(), second, "a push never moves the open block"),
+            Block::Lz4 { .. } => panic!("the open block is raw"),
+        }
         t.push(&big);
         t.push("");
-        t.push("ef");
-        assert_eq!(t.chunks[0].as_ptr(), first_chunk);
-        assert_eq!(t.chunks[1].as_ptr(), second);
-        assert_eq!(t.chunks.len(), 4);
-        let all: Vec<&str> = t.iter().collect();
-        assert_eq!(all, vec!["ab", "cd", big.as_str(), "", "ef"]);
-        assert_eq!(t.get(5), None);
-        assert_eq!(t.len(), 5);
+        t.push("gh");
+        assert_eq!(all(&t), vec!["ab", "cd", "ef", big.as_str(), "", "gh"]);
+        assert!(t.get(6).is_none());
+        assert_eq!(t.len(), 6);
+        // The adopted buffer stays as read; the big text's block is sealed
+        // compressed (it is one repeated byte).
+        assert!(matches!(t.blocks[0], Block::Raw(_)));
+        assert!(matches!(t.blocks[2], Block::Lz4 { .. }));
         // Offsets only grow: what spans cover bounds the texts' length.
-        for from in 0..5 {
-            for to in from..=5 {
-                let sum: usize = (from..to).map(|i| t.get(i).unwrap().len()).sum();
+        for from in 0..6 {
+            for to in from..=6 {
+                let sum: usize = (from..to).map(|i| t.get(i).map_or(0, |x| x.len())).sum();
                 assert!(t.span_bytes(from, to) >= sum, "{from}..{to}");
             }
         }
@@ -144,9 +305,70 @@ mod tests {
         }
         t.adopt_buffers(vec!["ab\nc\n".into(), String::new(), "de".into()]);
         t.push("fg");
-        let all: Vec<&str> = t.iter().collect();
-        assert_eq!(all, vec!["ab", "c", "de", "fg"]);
-        assert_eq!(t.chunks.len(), 3, "the empty buffer is not kept");
-        assert_eq!(t.get(4), None);
+        assert_eq!(all(&t), vec!["ab", "c", "de", "fg"]);
+        assert_eq!(t.blocks.len(), 3, "the empty buffer is not kept");
+        assert!(t.get(4).is_none());
+    }
+
+    #[test]
+    fn sealed_blocks_are_compressed_and_read_back_exactly() {
+        // Many JSON-like texts across many blocks, some multi-byte, some
+        // larger than a block; every read path gives them back as pushed.
+        let mut t = Texts::default();
+        let mut want = Vec::new();
+        for i in 0..40_000 {
+            let s = match i % 997 {
+                0 => format!("{{\"big\":\"{}\"}}", "é".repeat(BLOCK / 2 + i % 7)),
+                1 => String::new(),
+                _ => format!(
+                    "{{\"type\":\"assistant/chunk\",\"seq\":{i},\"data\":{{\"text\":\"ü{i}\"}}}}"
+                ),
+            };
+            t.push(&s);
+            want.push(s);
+        }
+        let compressed = t
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Lz4 { .. }))
+            .count();
+        assert!(
+            compressed > 10,
+            "{compressed} of {} blocks compressed",
+            t.blocks.len()
+        );
+        let held: usize = t
+            .blocks
+            .iter()
+            .map(|b| match b {
+                Block::Raw(c) => c.len(),
+                Block::Lz4 { bytes, .. } => bytes.len(),
+            })
+            .sum();
+        let raw: usize = want.iter().map(String::len).sum();
+        assert!(held * 2 < raw, "held {held} of {raw}");
+        assert_eq!(all(&t), want);
+        // Random access in any order (each read may open another block).
+        for i in (0..want.len()).rev().step_by(7) {
+            assert_eq!(t.get(i).as_deref(), Some(want[i].as_str()), "text {i}");
+        }
+        for (from, to) in [(0, 0), (0, 1), (5, 30_000), (39_990, 50_000)] {
+            let got = visited(&t, from, to);
+            let exp: Vec<Option<String>> = want[from..to.min(want.len())]
+                .iter()
+                .cloned()
+                .map(Some)
+                .collect();
+            assert_eq!(got, exp, "{from}..{to}");
+        }
+        // A clone reads the same, with its own opened block.
+        let c = t.clone();
+        assert_eq!(c.get(12_345).as_deref(), Some(want[12_345].as_str()));
+        // A part of a text narrows to the same bytes.
+        let x = t.get(2).unwrap_or(Text::Borrowed(""));
+        let data = x.find("\"data\"").map_or(0, |p| p);
+        let part = x[data..x.len() - 1].to_string();
+        assert_eq!(&*x.clone().narrow_to(data, x.len() - 1), part.as_str());
+        assert_eq!(&*x.narrow_to(3, 1), "", "not a part");
     }
 }

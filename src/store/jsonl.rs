@@ -381,7 +381,7 @@ fn repair_lines(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, us
 pub fn write_repair(file: &File, committed: u64, repaired: &Repaired) -> std::io::Result<u64> {
     let mut closers = String::new();
     for c in repaired.closers() {
-        closers.push_str(c);
+        closers.push_str(&c);
         closers.push('\n');
     }
     file.set_len(committed)?;

@@ -39,9 +39,9 @@ pub struct Repaired {
 
 impl Repaired {
     /// The closers' texts, to append to the storage.
-    pub fn closers(&self) -> Vec<&str> {
+    pub fn closers(&self) -> Vec<String> {
         (self.preserved..self.log.len())
-            .filter_map(|i| self.log.text(i))
+            .filter_map(|i| self.log.text(i).map(|t| t.to_string()))
             .collect()
     }
 

@@ -410,7 +410,7 @@ impl<B: Backend> Store<B> {
                 .len()
                 .checked_sub(1)
                 .and_then(|i| log.text(i))
-                .map(Into::into),
+                .map(|t| Box::from(&*t)),
             handle,
             lease,
             authoritative: durable,

@@ -907,7 +907,12 @@ impl Backend for PostgresBackend {
                 )
                 .map_err(|e| self.err(e))?;
             }
-            self.insert_events(tx, id, &repaired.closers())?;
+            let closers = repaired.closers();
+            self.insert_events(
+                tx,
+                id,
+                &closers.iter().map(String::as_str).collect::<Vec<_>>(),
+            )?;
             Ok(Some(Ok((epoch, repaired.log))))
         })?;
         match taken {

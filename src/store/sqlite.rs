@@ -920,7 +920,12 @@ impl Backend for SqliteBackend {
                     )
                     .map_err(|e| self.err(e))?;
                 }
-                self.insert_events(tx, id, &repaired.closers())?;
+                let closers = repaired.closers();
+                self.insert_events(
+                    tx,
+                    id,
+                    &closers.iter().map(String::as_str).collect::<Vec<_>>(),
+                )?;
                 Ok(Some(repaired.log))
             });
             map_for_load(conn, false);
@@ -1121,7 +1126,7 @@ mod tests {
         b.append(&key, &batch(1, 80), &mut ()).unwrap();
         let log = b.load(&key, &mut (), true).unwrap().unwrap();
         assert_eq!(log.len(), 80);
-        assert_eq!(log.text(79), Some(lines(79, 80).trim_end()));
+        assert_eq!(log.text(79).as_deref(), Some(lines(79, 80).trim_end()));
     }
 
     #[test]

@@ -1,0 +1,217 @@
+// A live session hands its events' texts to the native log (which keeps
+// full blocks of them compressed) and lets go of the events' objects: after
+// a store flush, toJsonl or fork, and on idle turns of the event loop once
+// 4,096 are pending (lib/core/session.js, "one owner"). None of it may show:
+// the session stays equal to a fresh seed of its log (SPEC 3: `events` is
+// the log, frozen), what it derives still shares the frozen values of the
+// events it handed out (SPEC 6), and an event a caller still holds is the
+// one `events` gives.
+
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import * as api from '../index.js'
+import { JsonlSessionStore, Session, type SessionEvent } from '../index.js'
+import { stateOf, USER } from './spec-helpers.js'
+
+type Internal = {
+  handOver(s: Session): void
+  pendingRange(s: Session): { from: number; to: number; native: { textsLength: number } }
+}
+const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
+
+v8.setFlagsFromString('--expose-gc')
+const gc = vm.runInNewContext('gc') as () => void
+
+const PROV = { provider: 'p', model: 'm' }
+const txt = (t: string) => [{ type: 'text', text: t }]
+
+function observe(s: Session) {
+  const state = stateOf(s)
+  delete state.id
+  delete state.header
+  state.jsonl = state.jsonl.slice(state.jsonl.indexOf('\n') + 1)
+  return state
+}
+
+function expectEqualsFreshCopies(s: Session): void {
+  const expected = observe(s)
+  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
+  expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
+}
+
+/** A turn of an agent loop: user message, `chunks` streamed chunks, the reply, a tool round. */
+function turn(s: Session, n: number, chunks: number, text: (i: number) => string): SessionEvent[] {
+  const out: SessionEvent[] = []
+  out.push(s.append('turn/start', { turn: n, trigger: { kind: 'message', source: USER } }))
+  out.push(s.append('user/message', { content: txt(`question ${n}`) as never, source: USER }, { surfaceOp: 'append' }))
+  out.push(s.append('step/start', { turn: n, step: 1 }))
+  if (n % 3 === 1) {
+    out.push(s.append('request/header', { header: { config: { provider: 'p', model: `m${n}` }, system: `S${n}` }, reason: 'change' }))
+  }
+  for (let i = 0; i < chunks; i++) {
+    out.push(s.append('assistant/chunk', { turn: n, step: 1, chunk: { type: 'text-delta', text: text(i) } as never }))
+  }
+  out.push(
+    s.append(
+      'assistant/message',
+      { turn: n, step: 1, content: [...txt(`answer ${n}`), { type: 'tool-call', id: `c${n}`, name: 'r', arguments: '{}' }] as never, provenance: PROV },
+      { surfaceOp: 'append', sourceEventSeqs: [] },
+    ),
+  )
+  out.push(s.append('tool/call', { turn: n, step: 1, callId: `c${n}`, name: 'r', arguments: '{}' }))
+  out.push(s.append('tool/result', { turn: n, step: 1, callId: `c${n}`, content: txt(`result ${n}`) as never, isError: false }, { surfaceOp: 'append' }))
+  out.push(s.append('step/end', { turn: n, step: 1 }))
+  out.push(s.append('turn/end', { turn: n, reason: { kind: 'completed' } }))
+  return out
+}
+
+const waitFor = async (ready: () => boolean, ms = 5000) => {
+  const until = Date.now() + ms
+  while (!ready()) {
+    if (Date.now() > until) throw new Error('timed out')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+describe('the hand-over of a live session\'s events', () => {
+  it('after any mix of turns, hand-overs, reads and compactions, the session equals a fresh seed and keeps identities', () => {
+    type Step = { k: 'turn'; chunks: number } | { k: 'handover' } | { k: 'read'; which: number } | { k: 'compact'; a: number; b: number }
+    const stepArb: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({ k: fc.constant('turn' as const), chunks: fc.nat({ max: 40 }) }),
+      fc.record({ k: fc.constant('handover' as const) }),
+      fc.record({ k: fc.constant('read' as const), which: fc.nat({ max: 4 }) }),
+      fc.record({ k: fc.constant('compact' as const), a: fc.nat(), b: fc.nat() }),
+    )
+    fc.assert(
+      fc.property(fc.array(stepArb, { maxLength: 25 }), fc.nat(), (steps, pick) => {
+        const s = new Session('live')
+        const held: SessionEvent[] = []
+        let messagesBefore: ReturnType<Session['deriveMessages']> = []
+        let n = 0
+        let last = ''
+        for (const step of steps) {
+          last = step.k === 'turn' ? 'turn/end' : step.k === 'compact' ? 'user/message' : last
+          if (step.k === 'turn') {
+            const events = turn(s, ++n, step.chunks, (i) => `δ${i}\n`)
+            // The caller keeps some of what append returned.
+            held.push(events[(pick + n) % events.length])
+          } else if (step.k === 'handover') {
+            messagesBefore = s.deriveMessages()
+            internal.handOver(s)
+            expect(internal.pendingRange(s).from).toBe(s.seq)
+            // What was derived before is what is derived after, object for object.
+            const after = s.deriveMessages()
+            for (let i = 0; i < messagesBefore.length; i++) expect(after[i]).toBe(messagesBefore[i])
+          } else if (step.k === 'read') {
+            if (step.which === 0) s.deriveMessages()
+            else if (step.which === 1) s.requestHeader()
+            else if (step.which === 2) void s.events
+            else if (step.which === 3) s.toJsonl()
+            else if (s.seq > 0 && last === 'turn/end') s.fork()
+          } else {
+            const nodes = s.surface.nodes
+            if (nodes.length === 0) continue
+            const i = step.a % nodes.length
+            const j = i + (step.b % (nodes.length - i))
+            s.append('user/message', { content: txt('summary') as never, source: USER }, {
+              surfaceOp: { op: 'replace', start: nodes[i], end: nodes[j] },
+              sourceEventSeqs: nodes.slice(i, j + 1),
+            })
+          }
+        }
+        const events = s.events
+        for (const e of held) expect(events[e.seq]).toBe(e)
+        // Messages share the content of the events the session handed out.
+        const messages = s.deriveMessages()
+        // (A user or assistant message's content is its event's content.)
+        const bySeq = new Map(held.filter((e) => e.type === 'user/message' || e.type === 'assistant/message').map((e) => [e.seq, e]))
+        s.surface.nodes.forEach((seq, k) => {
+          const e = bySeq.get(seq) as { data: { content?: unknown } } | undefined
+          if (e !== undefined && e.data.content !== undefined && messages[k] !== undefined && messages.length === s.surface.nodes.length) {
+            expect(messages[k].content).toBe(e.data.content)
+          }
+        })
+        expectEqualsFreshCopies(s)
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('happens on idle turns once 4,096 events are pending, and lets go of the objects nobody holds', async () => {
+    const s = new Session('idle')
+    const kept: SessionEvent[] = []
+    let dropped: WeakRef<SessionEvent> | undefined
+    let firstMessage: unknown
+    for (let n = 1; n <= 60; n++) {
+      const events = turn(s, n, 120, (i) => `chunk ${n}.${i} ü\n`)
+      if (n === 2) {
+        kept.push(events[10], events[events.length - 1])
+        dropped = new WeakRef(events[11])
+        firstMessage = (events[1].data as { content: unknown }).content
+      }
+    }
+    expect(s.seq).toBeGreaterThan(4096)
+    // Nothing is handed over during the appends themselves.
+    expect(internal.pendingRange(s).from).toBe(0)
+    await waitFor(() => s.seq - internal.pendingRange(s).from < 4096)
+    expect(internal.pendingRange(s).native.textsLength).toBe(internal.pendingRange(s).from)
+    await new Promise((r) => setTimeout(r, 0))
+    gc()
+    expect(dropped!.deref()).toBeUndefined()
+    // The held ones come back as themselves; the dropped one as an equal frozen copy.
+    const events = s.events
+    for (const e of kept) expect(events[e.seq]).toBe(e)
+    const again = events[kept[0].seq + 1]
+    expect(Object.isFrozen(again) && Object.isFrozen(again.data)).toBe(true)
+    expect(again).toEqual({ type: 'assistant/chunk', seq: kept[0].seq + 1, time: again.time, data: { turn: 2, step: 1, chunk: { type: 'text-delta', text: 'chunk 2.8 ü\n' } } })
+    // Derived messages still share the surface events' values.
+    const second = s.deriveMessages().find((m) => m.role === 'user' && JSON.stringify(m.content).includes('question 2'))
+    expect(second?.content).toBe(firstMessage)
+    expect(s.requestHeader()).toEqual({ config: { provider: 'p', model: 'm58' }, system: 'S58' })
+    expectEqualsFreshCopies(s)
+  })
+
+  it('a store flush after a hand-over writes the same log, and the stored log loads back equal', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-handover-'))
+    const store = new JsonlSessionStore({ root })
+    try {
+      const s = new Session('flushed')
+      for (let n = 1; n <= 10; n++) turn(s, n, 50, (i) => `c${i}`)
+      await store.flush(s)
+      const flushed = s.seq
+      for (let n = 11; n <= 20; n++) turn(s, n, 50, (i) => `d${i}`)
+      internal.handOver(s) // texts not yet flushed are in the native log only
+      for (let n = 21; n <= 22; n++) turn(s, n, 5, (i) => `e${i}`)
+      expect(await store.flush(s)).toBe(s.seq - flushed)
+      const loaded = await store.load('flushed' as never)
+      expect(JSON.stringify(loaded.events)).toBe(JSON.stringify(s.events))
+      const text = fs.readFileSync(path.join(root, '_no-cwd', 'flushed.jsonl'), 'utf8')
+      expect(text.slice(text.indexOf('\n') + 1)).toBe(s.toJsonl().slice(s.toJsonl().indexOf('\n') + 1))
+    } finally {
+      await store.close()
+      fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('a long seeded session reads back every text exactly from compressed blocks (any order, forks, JSONL)', () => {
+    const origin = new Session('origin')
+    for (let n = 1; n <= 150; n++) turn(origin, n, 150, (i) => (i % 17 === 0 ? `ü€${'x'.repeat(i)}\ud800` : `t${n}-${i} `))
+    const seeded = new Session('seeded', origin.events)
+    const parsed = Session.fromJsonl(origin.toJsonl())
+    for (const s of [seeded, parsed]) {
+      // Random reads before `events`: the payloads a derive needs.
+      expect(JSON.stringify(s.deriveMessages())).toBe(JSON.stringify(origin.deriveMessages()))
+      expect(s.requestHeader()).toEqual(origin.requestHeader())
+      const boundary = origin.events.findIndex((e, i) => e.type === 'turn/end' && i > origin.seq / 2)
+      const child = s.fork(boundary, 'child')
+      expect(JSON.stringify(child.events)).toBe(JSON.stringify(origin.events.slice(0, boundary + 1)))
+      expect(JSON.stringify(s.events)).toBe(JSON.stringify(origin.events))
+    }
+    expect(seeded.toJsonl().slice(seeded.toJsonl().indexOf('\n'))).toBe(origin.toJsonl().slice(origin.toJsonl().indexOf('\n')))
+  })
+})

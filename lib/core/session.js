@@ -326,10 +326,15 @@ class Session {
 
   /** `#pending` of events `from..to` only (a long flush builds it in parts). */
   #pendingPart(from, to) {
+    return { from, to, bytes: Buffer.from(this.#pendingText(from, to), 'utf8') }
+  }
+
+  /** The texts of events `from..to`, a line each. */
+  #pendingText(from, to) {
     const objs = this.#objs
     let text = ''
     for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) text += `${JSON.stringify(objs[i])}\n`
-    return { from, to, bytes: Buffer.from(text, 'utf8') }
+    return text
   }
 
   /**
@@ -395,8 +400,8 @@ class Session {
         reportObserverError(error)
         return
       }
+      NativeSession.releaseFreeMemory()
       if (this.#seq - this.#synced >= HANDOVER_AFTER) this.#scheduleHandOver()
-      else NativeSession.releaseFreeMemory()
     }, 0).unref()
   }
 
@@ -404,7 +409,7 @@ class Session {
   #handOverSlice() {
     const from = this.#synced
     const to = Math.min(this.#seq, from + HANDOVER_SLICE)
-    if (to > from) this.#attach(this.#pendingPart(from, to))
+    if (to > from) this.#attach({ from, to, bytes: this.#pendingText(from, to) })
     else this.#release()
   }
 

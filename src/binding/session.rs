@@ -225,16 +225,20 @@ impl NativeSession {
     }
 
     /// Hand over the JSON texts of live events not yet held natively, a
-    /// line each, as UTF-8 bytes (a Buffer converts faster than a string
-    /// does).
+    /// line each: as UTF-8 bytes (a Buffer converts faster than a string
+    /// does), or as a string (the idle hand-over: the copy is freed here,
+    /// at once, where a Buffer's memory waits for a garbage collection).
     #[napi(js_name = "attachTexts")]
-    pub fn attach_texts(&mut self, env: Env, lines: Buffer) -> Result<()> {
-        let text = std::str::from_utf8(&lines).map_err(|_| {
-            throw(
-                &env,
-                CoreError::InvalidArgument("event texts are not UTF-8".into()),
-            )
-        })?;
+    pub fn attach_texts(&mut self, env: Env, lines: Either<Buffer, String>) -> Result<()> {
+        let text = match &lines {
+            Either::A(bytes) => std::str::from_utf8(bytes).map_err(|_| {
+                throw(
+                    &env,
+                    CoreError::InvalidArgument("event texts are not UTF-8".into()),
+                )
+            })?,
+            Either::B(text) => text.as_str(),
+        };
         self.log.attach_texts(text).map_err(|e| throw(&env, e))
     }
 

@@ -150,6 +150,7 @@ impl Log {
     pub fn attach_texts(&mut self, lines: &str) -> CoreResult<()> {
         let records = live_records(lines)?;
         self.texts.reserve(records.len());
+        self.metas.reserve(records.len());
         for (meta, text) in records {
             self.record(meta, text);
         }

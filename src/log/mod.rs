@@ -4,7 +4,9 @@
 //! resume, live appends and forks all pass through `accept_read`, so the
 //! rules are checked in one place. By concept:
 //!
-//! - `texts`: the buffers that hold event texts (never moved once written);
+//! - `texts`: the blocks that hold event texts (never moved once written,
+//!   compressed once full);
+//! - `metas`: the little kept per event besides its text, in columns;
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
 //! - `live`: live appends (validate, commit) and the hand-over of their texts;
 //! - `project`: what the log gives out (event texts, JSONL, closers).
@@ -12,6 +14,7 @@
 //! Thread priorities for helper threads are in `crate::priority`.
 
 mod live;
+mod metas;
 mod project;
 mod read;
 mod texts;
@@ -88,7 +91,7 @@ pub struct LineError {
 #[derive(Debug, Clone)]
 pub struct Log {
     pub(crate) header: SessionHeader,
-    pub(crate) metas: Vec<EventMeta>,
+    pub(crate) metas: metas::Metas,
     /// Texts of events `0..len()`; live appends may leave a suffix whose
     /// text the binding has not handed over yet (it keeps those events).
     pub(crate) texts: Texts,
@@ -120,7 +123,7 @@ impl Log {
     pub fn new(header: SessionHeader) -> Log {
         Log {
             header,
-            metas: Vec::new(),
+            metas: metas::Metas::default(),
             texts: Texts::default(),
             surface: Surface::new(),
             last_replace: (0, 0),
@@ -160,7 +163,7 @@ impl Log {
         &self.surface
     }
 
-    pub fn meta(&self, seq: usize) -> Option<&EventMeta> {
+    pub fn meta(&self, seq: usize) -> Option<EventMeta> {
         self.metas.get(seq)
     }
 
@@ -314,7 +317,7 @@ impl Log {
         let Some(end) = end else {
             return Ok(log);
         };
-        if self.metas[end].kind != Kind::TurnEnd {
+        if self.metas.kind(end) != Some(Kind::TurnEnd) {
             return Err(CoreError::InvalidBoundary(format!(
                 "fork boundary {end} in session \"{id}\" is not a turn/end"
             )));
@@ -329,7 +332,10 @@ impl Log {
             if replayed.is_err() {
                 return;
             }
-            let meta = self.metas[i];
+            let Some(meta) = self.metas.get(i) else {
+                replayed = Err(CoreError::InvalidArgument(format!("no event at seq {i}")));
+                return;
+            };
             replayed = log.surface.replay_plan(i as u64, meta.op).map(|plan| {
                 log.apply(&plan, header_seq(meta.kind, i as u64));
                 log.record(meta, text.unwrap_or("null"));

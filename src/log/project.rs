@@ -2,6 +2,7 @@
 //! log as JSONL, and the closers of an interrupted turn.
 
 use super::{Log, Text};
+use crate::event::Kind;
 use crate::repair::{closers, ScanEvent};
 
 impl Log {
@@ -48,7 +49,7 @@ impl Log {
             if k > 0 {
                 out.push(',');
             }
-            match self.metas.get(i).and_then(|m| m.kind.name()) {
+            match self.metas.kind(i).and_then(Kind::name) {
                 Some(name) => {
                     out.push('"');
                     out.push_str(name);
@@ -82,14 +83,13 @@ impl Log {
     /// The section-8 closers for this log.
     pub fn closers(&self) -> Vec<String> {
         let from = self.last_boundary.unwrap_or(0);
-        let metas = &self.metas;
-        let datas: Vec<(usize, Text<'_>)> = (from..self.texts.len())
-            .filter_map(|i| Some((i, self.data_of(i)?)))
+        let datas: Vec<(usize, super::EventMeta, Text<'_>)> = (from..self.texts.len())
+            .filter_map(|i| Some((i, self.metas.get(i)?, self.data_of(i)?)))
             .collect();
-        closers(datas.iter().map(|(i, data)| ScanEvent {
-            kind: metas[*i].kind,
+        closers(datas.iter().map(|(i, meta, data)| ScanEvent {
+            kind: meta.kind,
             seq: *i as u64,
-            time: metas[*i].time,
+            time: meta.time,
             data,
         }))
     }

@@ -16,7 +16,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import * as api from '../index.js'
 import { JsonlSessionStore, Session, type SessionEvent } from '../index.js'
-import { stateOf, USER } from './spec-helpers.js'
+import { expectEqualsFreshCopies, USER } from './spec-helpers.js'
 
 type Internal = {
   handOver(s: Session): void
@@ -30,19 +30,6 @@ const gc = vm.runInNewContext('gc') as () => void
 const PROV = { provider: 'p', model: 'm' }
 const txt = (t: string) => [{ type: 'text', text: t }]
 
-function observe(s: Session) {
-  const state = stateOf(s)
-  delete state.id
-  delete state.header
-  state.jsonl = state.jsonl.slice(state.jsonl.indexOf('\n') + 1)
-  return state
-}
-
-function expectEqualsFreshCopies(s: Session): void {
-  const expected = observe(s)
-  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
-  expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
-}
 
 /** A turn of an agent loop: user message, `chunks` streamed chunks, the reply, a tool round. */
 function turn(s: Session, n: number, chunks: number, text: (i: number) => string): SessionEvent[] {

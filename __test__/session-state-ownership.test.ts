@@ -8,7 +8,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { deriveEventMessage, Session, type SessionEvent } from '../index.js'
-import { appendAny, catchError, stateOf, USER } from './spec-helpers.js'
+import { appendAny, catchError, expectEqualsFreshCopies, observe, USER } from './spec-helpers.js'
 
 const PROV = { provider: 'p', model: 'm' }
 const txt = (t: string) => [{ type: 'text', text: t }]
@@ -101,20 +101,6 @@ function apply(s: Session, step: Step): void {
   }
 }
 
-/** Everything observable about a session, compared across representations. */
-function observe(s: Session) {
-  const state = stateOf(s)
-  delete state.id
-  delete state.header
-  state.jsonl = state.jsonl.slice(state.jsonl.indexOf('\n') + 1)
-  return state
-}
-
-function expectEqualsFreshCopies(s: Session): void {
-  const expected = observe(s)
-  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
-  expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
-}
 
 describe('one owner: the views equal a fresh seed of the log', () => {
   it('after any mix of appends, rejected appends and reads (live session)', () => {

@@ -227,3 +227,19 @@ export type Expected =
 export function readExpected(name: string): Expected {
   return JSON.parse(fs.readFileSync(expectedPath(name), 'utf8'))
 }
+
+/** Everything observable about a session but its id and header, compared across representations. */
+export function observe(s: Session) {
+  const state = stateOf(s)
+  delete state.id
+  delete state.header
+  state.jsonl = state.jsonl.slice(state.jsonl.indexOf('\n') + 1)
+  return state
+}
+
+/** The session equals a fresh seed of its events and a fromJsonl of its log. */
+export function expectEqualsFreshCopies(s: Session): void {
+  const expected = observe(s)
+  expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
+  expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
+}

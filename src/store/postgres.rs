@@ -753,13 +753,18 @@ impl PostgresBackend {
         ))
     }
 
-    fn insert_events(&self, tx: &mut Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
+    fn insert_events(
+        &self,
+        tx: &mut Transaction<'_>,
+        id: &str,
+        texts: &[impl AsRef<str>],
+    ) -> CoreResult<()> {
         if texts.is_empty() {
             return Ok(());
         }
         let rows = texts
             .iter()
-            .map(|t| columns(t))
+            .map(|t| columns(t.as_ref()))
             .collect::<CoreResult<Vec<_>>>()?;
         let seqs: Vec<i64> = rows.iter().map(|c| c.seq).collect();
         let types: Vec<&str> = rows.iter().map(|c| c.ty.as_str()).collect();
@@ -907,12 +912,7 @@ impl Backend for PostgresBackend {
                 )
                 .map_err(|e| self.err(e))?;
             }
-            let closers = repaired.closers();
-            self.insert_events(
-                tx,
-                id,
-                &closers.iter().map(String::as_str).collect::<Vec<_>>(),
-            )?;
+            self.insert_events(tx, id, &repaired.closers())?;
             Ok(Some(Ok((epoch, repaired.log))))
         })?;
         match taken {

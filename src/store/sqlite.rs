@@ -801,10 +801,15 @@ impl SqliteBackend {
         Ok(out)
     }
 
-    fn insert_events(&self, tx: &Transaction<'_>, id: &str, texts: &[&str]) -> CoreResult<()> {
+    fn insert_events(
+        &self,
+        tx: &Transaction<'_>,
+        id: &str,
+        texts: &[impl AsRef<str>],
+    ) -> CoreResult<()> {
         let rows = texts
             .iter()
-            .map(|t| columns(t))
+            .map(|t| columns(t.as_ref()))
             .collect::<CoreResult<Vec<_>>>()?;
         let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
         if rows.len() >= ROWS_PER_INSERT {
@@ -920,12 +925,7 @@ impl Backend for SqliteBackend {
                     )
                     .map_err(|e| self.err(e))?;
                 }
-                let closers = repaired.closers();
-                self.insert_events(
-                    tx,
-                    id,
-                    &closers.iter().map(String::as_str).collect::<Vec<_>>(),
-                )?;
+                self.insert_events(tx, id, &repaired.closers())?;
                 Ok(Some(repaired.log))
             });
             map_for_load(conn, false);

@@ -8,7 +8,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { deriveEventMessage, Session, type SessionEvent } from '../index.js'
-import { appendAny, catchError, expectEqualsFreshCopies, observe, USER } from './spec-helpers.js'
+import { appendAny, catchError, expectEqualsFreshCopies, observe, replaceSomeNodes, USER } from './spec-helpers.js'
 
 const PROV = { provider: 'p', model: 'm' }
 const txt = (t: string) => [{ type: 'text', text: t }]
@@ -66,17 +66,9 @@ function apply(s: Session, step: Step): void {
     case 'header':
       s.append('request/header', { header: { config: { provider: 'p', model: step.model }, system: step.system }, reason: 'change' })
       return
-    case 'replace': {
-      const nodes = s.surface.nodes
-      if (nodes.length === 0) return
-      const i = step.a % nodes.length
-      const j = i + (step.b % (nodes.length - i))
-      s.append('user/message', { content: txt('summary') as never, source: USER }, {
-        surfaceOp: { op: 'replace', start: nodes[i], end: nodes[j] },
-        sourceEventSeqs: nodes.slice(i, j + 1),
-      })
+    case 'replace':
+      replaceSomeNodes(s, step.a, step.b)
       return
-    }
     case 'bad': {
       const seq = s.seq
       const attempts: (() => unknown)[] = [

@@ -243,3 +243,18 @@ export function expectEqualsFreshCopies(s: Session): void {
   expect(observe(new Session('seeded', s.events, { version: 0, id: 'seeded' as never, createdAt: 1 }))).toEqual(expected)
   expect(observe(Session.fromJsonl(s.toJsonl()))).toEqual(expected)
 }
+
+/**
+ * Replace the surface nodes at positions picked by `a` and `b` (any
+ * naturals) with one user message: a compaction, as a generator drives it.
+ */
+export function replaceSomeNodes(s: Session, a: number, b: number): void {
+  const nodes = s.surface.nodes
+  if (nodes.length === 0) return
+  const i = a % nodes.length
+  const j = i + (b % (nodes.length - i))
+  s.append('user/message', { content: [{ type: 'text', text: 'summary' }] as never, source: USER }, {
+    surfaceOp: { op: 'replace', start: nodes[i], end: nodes[j] },
+    sourceEventSeqs: nodes.slice(i, j + 1),
+  })
+}

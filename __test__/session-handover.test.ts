@@ -20,7 +20,7 @@ import { expectEqualsFreshCopies, replaceSomeNodes, USER } from './spec-helpers.
 
 type Internal = {
   handOver(s: Session): void
-  pendingRange(s: Session): { from: number; to: number; native: { textsLength: number } }
+  pendingRange(s: Session): { from: number; to: number; native: { textsLength: number; compressTexts(): boolean } }
 }
 const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
 
@@ -193,5 +193,30 @@ describe('the hand-over of a live session\'s events', () => {
       expect(JSON.stringify(s.events)).toBe(JSON.stringify(origin.events))
     }
     expect(seeded.toJsonl().slice(seeded.toJsonl().indexOf('\n'))).toBe(origin.toJsonl().slice(origin.toJsonl().indexOf('\n')))
+  })
+
+  it('a resumed log (fromJsonl, a store open) is compressed on a helper thread and reads back the same', async () => {
+    const origin = new Session('resumed')
+    for (let n = 1; n <= 60; n++) turn(origin, n, 120, (i) => `chunk ${n}.${i} ü€\n`)
+    const jsonl = origin.toJsonl()
+    expect(jsonl.length).toBeGreaterThan(1 << 20)
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-compress-'))
+    const store = new JsonlSessionStore({ root })
+    try {
+      await store.flush(origin)
+      for (const s of [Session.fromJsonl(jsonl), Session.fromJsonl(Buffer.from(jsonl)), await store.open('resumed' as never)]) {
+        const native = internal.pendingRange(s).native
+        // Reads and appends while the helper works.
+        expect(JSON.stringify(s.deriveMessages())).toBe(JSON.stringify(origin.deriveMessages()))
+        await waitFor(() => native.compressTexts())
+        expect(s.toJsonl().slice(s.toJsonl().indexOf('\n'))).toBe(jsonl.slice(jsonl.indexOf('\n')))
+        expect(JSON.stringify(s.events)).toBe(JSON.stringify(origin.events))
+        turn(s, 61, 3, (i) => `after ${i}`)
+        expectEqualsFreshCopies(s)
+      }
+    } finally {
+      await store.close()
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   })
 })

@@ -69,6 +69,20 @@ const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
 }
 
+/**
+ * Texts a JSONL read (fromJsonl, a store's open) left as read are compressed
+ * on a native helper thread; an unref'd timer takes the result once it is
+ * ready, then returns the read's free pages to the system.
+ */
+function compressInBackground(native) {
+  if (native.compressTexts()) return
+  const poll = () => {
+    if (native.compressTexts()) NativeSession.releaseFreeMemory()
+    else setTimeout(poll, 10).unref()
+  }
+  setTimeout(poll, 10).unref()
+}
+
 class Session {
   /** The native log: texts, surface, session header, header fold. */
   #native
@@ -198,6 +212,7 @@ class Session {
       this.#objsFrom = this.#seq
     }
     this.#loadNativeState()
+    compressInBackground(native)
   }
 
   #loadNativeState() {

@@ -208,6 +208,14 @@ impl NativeSession {
         self.prepared = None;
     }
 
+    /// Compress the texts a JSONL read left as read, on a helper thread:
+    /// the first call starts it, a later one takes its result; true once
+    /// done (or nothing to do). Never waits.
+    #[napi(js_name = "compressTexts")]
+    pub fn compress_texts(&mut self) -> bool {
+        self.log.compress_adopted_texts()
+    }
+
     /// Return the free pages a hand-over left in the allocator's heaps to
     /// the system (see `crate::memory`).
     #[napi(js_name = "releaseFreeMemory")]

@@ -171,6 +171,12 @@ impl Log {
         self.texts.get(seq)
     }
 
+    /// Compress the texts adopted from a read on a helper thread; whether
+    /// that is done (see `Texts::compress_adopted`: never waits).
+    pub fn compress_adopted_texts(&mut self) -> bool {
+        self.texts.compress_adopted()
+    }
+
     /// Call `f` with the texts of events `from..to` in order (a missing one
     /// as `None`), each block opened once.
     pub fn visit_texts(&self, from: usize, to: usize, f: impl FnMut(usize, Option<&str>)) {

@@ -2,14 +2,17 @@
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 /// One block of texts, one after another.
 #[derive(Debug, Clone)]
 enum Block {
     /// Texts as they are: the open block (the last one, which takes
-    /// pushes), a block that would not compress, or a buffer adopted from a
-    /// JSONL read (kept as read: its texts are slices of the log's lines).
+    /// pushes), or a block that would not compress.
     Raw(String),
+    /// A buffer adopted from a JSONL read, as read (its texts are slices of
+    /// the log's lines), shared with the thread that compresses it.
+    Adopted(Arc<String>),
     /// A sealed block compressed with LZ4 (`len`: its length as text).
     /// Agent-log JSON compresses about 4:1, so a long session holds about a
     /// quarter of its log's size; reading a text opens its block once.
@@ -27,8 +30,11 @@ pub struct Texts {
     bases: Vec<usize>,
     /// Each text's start and end offset (its block's base plus its index there).
     spans: Vec<(usize, usize)>,
-    /// Blocks `0..adopted` were adopted from a read and are never compressed.
+    /// Blocks `0..adopted` were adopted from a read (see `compress_adopted`).
     adopted: usize,
+    /// The thread compressing the adopted blocks: each one's base and its
+    /// pieces (base, block), in order.
+    compressing: Option<JoinHandle<Vec<(usize, Block)>>>,
     /// The block opened last, shared with the texts handed out from it: a
     /// run of reads in one block decompresses it once.
     recent: Mutex<Option<(usize, Arc<String>)>>,
@@ -41,6 +47,7 @@ impl Clone for Texts {
             bases: self.bases.clone(),
             spans: self.spans.clone(),
             adopted: self.adopted,
+            compressing: None,
             recent: Mutex::new(None),
         }
     }
@@ -83,6 +90,8 @@ impl<'a> Text<'a> {
 /// read of one text decompresses.
 const BLOCK_MIN: usize = 16 << 10;
 const BLOCK: usize = 256 << 10;
+/// Adopted text shorter than this stays as read (not worth a thread).
+const ADOPTED_MIN: usize = 1 << 20;
 
 impl Texts {
     pub fn len(&self) -> usize {
@@ -100,6 +109,7 @@ impl Texts {
     fn open(&self, k: usize) -> Option<Text<'_>> {
         match self.blocks.get(k)? {
             Block::Raw(text) => Some(Text::Borrowed(text)),
+            Block::Adopted(text) => Some(Text::Borrowed(text)),
             Block::Lz4 { len, bytes } => {
                 let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some((j, block)) = recent.as_ref() {
@@ -155,6 +165,7 @@ impl Texts {
     fn end(&self) -> usize {
         match (self.bases.last(), self.blocks.last()) {
             (Some(b), Some(Block::Raw(c))) => b + c.len(),
+            (Some(b), Some(Block::Adopted(c))) => b + c.len(),
             (Some(b), Some(Block::Lz4 { len, .. })) => b + len,
             _ => 0,
         }
@@ -164,7 +175,7 @@ impl Texts {
     fn room(&mut self, bytes: usize) -> &mut String {
         let k = self.blocks.len();
         let full = match self.blocks.last() {
-            Some(Block::Raw(c)) => k <= self.adopted || c.capacity() - c.len() < bytes,
+            Some(Block::Raw(c)) => c.capacity() - c.len() < bytes,
             _ => true,
         };
         if full {
@@ -224,9 +235,109 @@ impl Texts {
             }
             self.bases.push(base);
             base += text.len();
-            self.blocks.push(Block::Raw(text));
+            self.blocks.push(Block::Adopted(Arc::new(text)));
         }
         self.adopted = self.blocks.len();
+    }
+
+    /// Compress the adopted blocks, in pieces of about `BLOCK` bytes cut
+    /// where a text starts, on a helper thread: a resumed log then holds
+    /// about a quarter of its size, like one built by appends. Returns
+    /// whether that is done: the first call starts the thread (unless the
+    /// adopted text is shorter than `ADOPTED_MIN`: nothing to do), a later
+    /// one takes its pieces in place of the adopted blocks once it has
+    /// finished. Reads and pushes go on meanwhile; this never waits.
+    pub fn compress_adopted(&mut self) -> bool {
+        if self.adopted == 0 {
+            return true;
+        }
+        let Some(job) = self.compressing.take() else {
+            let adopted_len = self.span_of_adopted();
+            if adopted_len < ADOPTED_MIN {
+                return true;
+            }
+            let work: Vec<(usize, Arc<String>, Vec<usize>)> = (0..self.adopted)
+                .filter_map(|k| match &self.blocks[k] {
+                    Block::Adopted(text) => {
+                        let base = self.bases[k];
+                        Some((base, text.clone(), self.cuts(base, text.len())))
+                    }
+                    _ => None,
+                })
+                .collect();
+            self.compressing = Some(std::thread::spawn(move || {
+                crate::priority::lower_priority();
+                let mut pieces = Vec::new();
+                for (base, text, cuts) in work {
+                    for w in cuts.windows(2) {
+                        let (a, b) = (w[0], w[1]);
+                        let piece = text.get(a..b).unwrap_or("");
+                        let bytes = lz4_flex::block::compress(piece.as_bytes());
+                        pieces.push((
+                            base + a,
+                            Block::Lz4 {
+                                len: piece.len(),
+                                bytes: bytes.into_boxed_slice(),
+                            },
+                        ));
+                    }
+                }
+                pieces
+            }));
+            return false;
+        };
+        if !job.is_finished() {
+            self.compressing = Some(job);
+            return false;
+        }
+        // A panicking compressor is a bug; the adopted blocks then stay.
+        let Ok(pieces) = job.join() else {
+            self.adopted = 0;
+            return true;
+        };
+        let rest_blocks = self.blocks.split_off(self.adopted);
+        let rest_bases = self.bases.split_off(self.adopted);
+        self.blocks.clear();
+        self.bases.clear();
+        for (base, block) in pieces {
+            self.bases.push(base);
+            self.blocks.push(block);
+        }
+        self.blocks.extend(rest_blocks);
+        self.bases.extend(rest_bases);
+        self.adopted = 0;
+        // Block indices moved: the opened block is another one now.
+        *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        true
+    }
+
+    /// The bytes the adopted blocks hold.
+    fn span_of_adopted(&self) -> usize {
+        (0..self.adopted)
+            .map(|k| match &self.blocks[k] {
+                Block::Adopted(t) => t.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Where to cut the adopted block at `base` (of `len` bytes) into pieces
+    /// of about `BLOCK` bytes: its start, text starts, and its end (offsets
+    /// in the block). No text straddles a cut.
+    fn cuts(&self, base: usize, len: usize) -> Vec<usize> {
+        let mut cuts = vec![0];
+        let first = self.spans.partition_point(|&(s, _)| s < base);
+        for &(s, e) in &self.spans[first..] {
+            if s >= base + len {
+                break;
+            }
+            let last = cuts.last().copied().unwrap_or(0);
+            if s - base > last && s - base - last >= BLOCK && e <= base + len {
+                cuts.push(s - base);
+            }
+        }
+        cuts.push(len);
+        cuts
     }
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
@@ -269,12 +380,12 @@ mod tests {
         t.push("cd");
         let second = match &t.blocks[1] {
             Block::Raw(c) => c.as_ptr(),
-            Block::Lz4 { .. } => panic!("the open block is raw"),
+            _ => panic!("the open block is raw"),
         };
         t.push("ef");
         match &t.blocks[1] {
             Block::Raw(c) => assert_eq!(c.as_ptr(), second, "a push never moves the open block"),
-            Block::Lz4 { .. } => panic!("the open block is raw"),
+            _ => panic!("the open block is raw"),
         }
         t.push(&big);
         t.push("");
@@ -284,7 +395,7 @@ mod tests {
         assert_eq!(t.len(), 6);
         // The adopted buffer stays as read; the big text's block is sealed
         // compressed (it is one repeated byte).
-        assert!(matches!(t.blocks[0], Block::Raw(_)));
+        assert!(matches!(t.blocks[0], Block::Adopted(_)));
         assert!(matches!(t.blocks[2], Block::Lz4 { .. }));
         // Offsets only grow: what spans cover bounds the texts' length.
         for from in 0..6 {
@@ -308,6 +419,71 @@ mod tests {
         assert_eq!(all(&t), vec!["ab", "c", "de", "fg"]);
         assert_eq!(t.blocks.len(), 3, "the empty buffer is not kept");
         assert!(t.get(4).is_none());
+    }
+
+    #[test]
+    fn adopted_buffers_are_compressed_on_a_helper_thread_and_read_back_exactly() {
+        // Two adopted buffers of JSONL-like lines (a header line first, a
+        // CRLF line, multi-byte text), pushes while the helper works.
+        let mut want = Vec::new();
+        let mut buffers = Vec::new();
+        let mut spans = Vec::new();
+        let mut base = 0;
+        for part in 0..2 {
+            let mut buf = String::from("{\"header\":true}\n");
+            for i in 0..6_000 {
+                let line = format!(
+                    "{{\"seq\":{i},\"part\":{part},\"text\":\"é{}\"}}",
+                    "ab".repeat(i % 300)
+                );
+                let start = base + buf.len();
+                buf.push_str(&line);
+                spans.push((start, start + line.len()));
+                buf.push_str(if i % 11 == 0 { "\r\n" } else { "\n" });
+                want.push(line);
+            }
+            base += buf.len();
+            buffers.push(buf);
+        }
+        let mut t = Texts::default();
+        for (s, e) in spans {
+            t.push_span(s, e);
+        }
+        t.adopt_buffers(buffers);
+        assert!(!t.compress_adopted(), "the first call starts the helper");
+        t.push("pushed meanwhile");
+        want.push("pushed meanwhile".into());
+        assert_eq!(all(&t), want);
+        let mut spins = 0;
+        while !t.compress_adopted() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            spins += 1;
+            assert!(spins < 5_000, "the helper never finished");
+        }
+        assert!(t.compress_adopted(), "done stays done");
+        assert!(t.blocks.iter().all(|b| !matches!(b, Block::Adopted(_))));
+        let pieces = t
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Lz4 { .. }))
+            .count();
+        assert!(pieces > 10, "{pieces} pieces");
+        assert_eq!(all(&t), want);
+        for i in (0..want.len()).rev().step_by(13) {
+            assert_eq!(t.get(i).as_deref(), Some(want[i].as_str()), "text {i}");
+        }
+        t.push("after");
+        want.push("after".into());
+        assert_eq!(
+            visited(&t, 0, want.len()),
+            want.iter().cloned().map(Some).collect::<Vec<_>>()
+        );
+        // A short adopted log stays as read.
+        let mut small = Texts::default();
+        small.push_span(0, 2);
+        small.adopt_buffers(vec!["ab".into()]);
+        assert!(small.compress_adopted());
+        assert!(matches!(small.blocks[0], Block::Adopted(_)));
     }
 
     #[test]
@@ -342,6 +518,7 @@ mod tests {
             .iter()
             .map(|b| match b {
                 Block::Raw(c) => c.len(),
+                Block::Adopted(c) => c.len(),
                 Block::Lz4 { bytes, .. } => bytes.len(),
             })
             .sum();

@@ -45,6 +45,8 @@ const isArray = Array.isArray
 
 /** Types whose appends the native surface fold must see (the list lives in Rust). */
 const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes())
+/** Whether a derive or the header fold reads events of this type (JS keeps their objects). */
+const readByFolds = (type) => SURFACE_TYPES.has(type) || type === 'request/header'
 /** Bits of the effect `NativeSession.append` returns. */
 const EFFECT_SURFACE = 3
 const EFFECT_APPEND = 1
@@ -103,7 +105,7 @@ class Session {
    * it, `events` gives that same object.
    */
   #weak = []
-  /** The idle hand-over is scheduled (see `#handOver`). */
+  /** The idle hand-over is scheduled (see `#scheduleHandOver`). */
   #handOverDue = false
   #seq = 0
   /** Events `0..#synced` have their JSON text in the native log. */
@@ -165,7 +167,7 @@ class Session {
         if (traced !== undefined) traced.push(text)
         for (let k = 0; k < copies.length; k++) {
           const e = copies[k]
-          if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
+          if (readByFolds(e.type)) {
             payloads.set(from + k, { type: e.type, data: deepFreeze(e.data) })
           }
         }
@@ -380,7 +382,7 @@ class Session {
     while (weak.length < from) weak.push(undefined)
     for (let seq = from; seq < to; seq++) {
       const e = objs[seq - from]
-      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
+      if (readByFolds(e.type)) {
         payloads.set(seq, e)
         weak.push(undefined)
       } else {

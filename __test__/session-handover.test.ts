@@ -20,6 +20,7 @@ import { expectEqualsFreshCopies, replaceSomeNodes, USER } from './spec-helpers.
 
 type Internal = {
   handOver(s: Session): void
+  holdHandOver(s: Session): () => void
   pendingRange(s: Session): { from: number; to: number; native: { textsLength: number; compressTexts(): boolean } }
 }
 const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
@@ -154,6 +155,39 @@ describe('the hand-over of a live session\'s events', () => {
     expect(second?.content).toBe(firstMessage)
     expect(s.requestHeader()).toEqual({ config: { provider: 'p', model: 'm58' }, system: 'S58' })
     expectEqualsFreshCopies(s)
+  })
+
+  it('waits while a flush hands the same texts over, and goes on after it', async () => {
+    const s = new Session('held')
+    for (let n = 1; n <= 40; n++) turn(s, n, 120, (i) => `h${i}`)
+    const resume = internal.holdHandOver(s)
+    await new Promise((r) => setTimeout(r, 30))
+    expect(internal.pendingRange(s).from).toBe(0)
+    resume()
+    resume() // a second call releases nothing more
+    await waitFor(() => s.seq - internal.pendingRange(s).from < 4096)
+    // A flush holds it from the call on: the idle turns that run while the
+    // flush builds its parts hand nothing over (the flush attaches its parts
+    // in order, each where the last one ended).
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-held-'))
+    const store = new JsonlSessionStore({ root })
+    try {
+      const t = new Session('flush-held')
+      for (let n = 1; n <= 160; n++) turn(t, n, 120, (i) => `f${i}`)
+      const seen: number[] = []
+      const watch = setInterval(() => seen.push(internal.pendingRange(t).from), 0)
+      expect(await store.flush(t)).toBe(t.seq)
+      clearInterval(watch)
+      expect(internal.pendingRange(t).from).toBe(t.seq)
+      // Every hand-over seen during the flush was one of its parts (4,096
+      // events, the last one shorter), never an idle slice (8,192).
+      const steps = [...new Set(seen)].map((from, i, all) => from - (all[i - 1] ?? 0))
+      expect(steps.slice(0, -1).every((step) => step <= 4096)).toBe(true)
+      expect(JSON.stringify((await store.load('flush-held' as never)).events)).toBe(JSON.stringify(t.events))
+    } finally {
+      await store.close()
+      fs.rmSync(root, { recursive: true, force: true })
+    }
   })
 
   it('a store flush after a hand-over writes the same log, and the stored log loads back equal', async () => {

@@ -229,33 +229,42 @@ class SessionStoreBase {
       if (!(session instanceof Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
       const id = session.id
       const file = this.#file(id)
-      return this.#chain(id, async () => {
-        const { native, parts } = await pendingOf(session, internal)
-        const staged = this.#native.stage(native, id, parts.length === 0 ? undefined : parts.map((p) => p.bytes))
-        if (staged.more(native, STAGE_CHUNK_BYTES)) {
-          // A long copy yields to the event loop (in bounded steps): the
-          // session takes its pending texts first, so nothing runs between.
-          for (const part of parts) internal.attachPending(session, part)
-          while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
-          return this.#native.flush(staged, id, file)
-        }
-        const written = this.#native.flush(staged, id, file)
-        // The session takes its pending texts while the pool writes them
-        // (a part per event-loop turn). The pool checks the texts as the
-        // session does: if the session refuses them, the write fails the
-        // same way.
-        try {
-          for (let i = 0; i < parts.length; i++) {
-            if (i > 0) await nextTick()
-            internal.attachPending(session, parts[i])
-          }
-        } catch (error) {
-          written.catch(noop)
-          throw error
-        }
-        return written
-      })
+      // The session's idle hand-over waits from now until this flush has
+      // built and handed over the same texts (it would stringify them twice,
+      // and make the flush build what is left at once).
+      const resume = internal.holdHandOver(session)
+      const flushed = this.#chain(id, () => this.#flushPending(session, internal, id, file))
+      flushed.then(resume, resume)
+      return flushed
     })
+  }
+
+  /** One flush: the pending texts built a part per turn, staged, written; the session takes them meanwhile. */
+  async #flushPending(session, internal, id, file) {
+    const { native, parts } = await pendingOf(session, internal)
+    const staged = this.#native.stage(native, id, parts.length === 0 ? undefined : parts.map((p) => p.bytes))
+    if (staged.more(native, STAGE_CHUNK_BYTES)) {
+      // A long copy yields to the event loop (in bounded steps): the
+      // session takes its pending texts first, so nothing runs between.
+      for (const part of parts) internal.attachPending(session, part)
+      while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
+      return this.#native.flush(staged, id, file)
+    }
+    const written = this.#native.flush(staged, id, file)
+    // The session takes its pending texts while the pool writes them
+    // (a part per event-loop turn). The pool checks the texts as the
+    // session does: if the session refuses them, the write fails the
+    // same way.
+    try {
+      for (let i = 0; i < parts.length; i++) {
+        if (i > 0) await nextTick()
+        internal.attachPending(session, parts[i])
+      }
+    } catch (error) {
+      written.catch(noop)
+      throw error
+    }
+    return written
   }
 
   /** Headers of every stored session (never-appended sessions are absent). */

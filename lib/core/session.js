@@ -107,6 +107,8 @@ class Session {
   #weak = []
   /** The idle hand-over is scheduled (see `#scheduleHandOver`). */
   #handOverDue = false
+  /** Flushes under way: the idle hand-over waits for them (they hand the same texts over). */
+  #handOverHolds = 0
   #seq = 0
   /** Events `0..#synced` have their JSON text in the native log. */
   #synced = 0
@@ -407,6 +409,10 @@ class Session {
     // process alive for the hand-over).
     setTimeout(() => {
       this.#handOverDue = false
+      if (this.#handOverHolds > 0) {
+        this.#scheduleHandOver()
+        return
+      }
       try {
         this.#handOverSlice()
       } catch (error) {
@@ -653,6 +659,15 @@ class Session {
     internal.pendingPart = (session, from, to) => session.#pendingPart(from, to)
     internal.attachPending = (session, pending) => session.#attach(pending)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
+    /** Hold the idle hand-over while a flush hands the same texts over; returns the release. */
+    internal.holdHandOver = (session) => {
+      session.#handOverHolds += 1
+      let held = true
+      return () => {
+        if (held) session.#handOverHolds -= 1
+        held = false
+      }
+    }
     /** The idle hand-over, now, until nothing is pending (tests). */
     internal.handOver = (session) => {
       while (session.#synced < session.#seq) session.#handOverSlice()

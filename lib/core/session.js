@@ -73,16 +73,20 @@ const reportObserverError = (error) => {
 
 /**
  * Texts a JSONL read (fromJsonl, a store's open) left as read are compressed
- * on a native helper thread; an unref'd timer takes the result once it is
- * ready, then returns the read's free pages to the system.
+ * on a native helper thread, started by an unref'd timer (so the resumed
+ * session's first derive, which usually follows at once, has both cores);
+ * the timer then takes the result once it is ready and returns the read's
+ * free pages to the system.
  */
 function compressInBackground(native) {
-  if (native.compressTexts()) return
+  let started = false
   const poll = () => {
-    if (native.compressTexts()) NativeSession.releaseFreeMemory()
-    else setTimeout(poll, 10).unref()
+    const done = native.compressTexts()
+    if (done && started) NativeSession.releaseFreeMemory()
+    else if (!done) setTimeout(poll, 10).unref()
+    started = true
   }
-  setTimeout(poll, 10).unref()
+  setTimeout(poll, 0).unref()
 }
 
 class Session {

@@ -157,6 +157,21 @@ describe('the hand-over of a live session\'s events', () => {
     expectEqualsFreshCopies(s)
   })
 
+  it('lets go again, after the next append, of the objects reading `events` brought back', async () => {
+    const s = new Session('reread')
+    for (let n = 1; n <= 60; n++) turn(s, n, 120, (i) => `r${i}`)
+    internal.handOver(s)
+    await new Promise((r) => setTimeout(r, 5)) // the hand-over the appends scheduled finds nothing left
+    const kept = s.events[100]
+    const back = (() => new WeakRef(s.events[101]))()
+    s.append('assistant/chunk', { turn: 60, step: 1, chunk: { type: 'text-delta', text: 'last' } as never })
+    await waitFor(() => internal.pendingRange(s).from === s.seq)
+    await new Promise((r) => setTimeout(r, 0))
+    gc()
+    expect(back.deref()).toBeUndefined()
+    expect(s.events[100]).toBe(kept)
+  })
+
   it('waits while a flush hands the same texts over, and goes on after it', async () => {
     const s = new Session('held')
     for (let n = 1; n <= 40; n++) turn(s, n, 120, (i) => `h${i}`)

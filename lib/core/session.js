@@ -428,7 +428,10 @@ class Session {
         return
       }
       NativeSession.releaseFreeMemory()
-      if (this.#seq - this.#synced >= HANDOVER_AFTER) this.#scheduleHandOver()
+      // Again while enough are pending, or held and releasable (not while
+      // an `events` array is current: the next append schedules that).
+      const releasable = this.#eventsCache === undefined ? this.#synced - this.#objsFrom : 0
+      if (this.#seq - this.#synced >= HANDOVER_AFTER || releasable >= HANDOVER_AFTER) this.#scheduleHandOver()
     }, 0).unref()
   }
 
@@ -545,7 +548,8 @@ class Session {
     this.#objs.push(event)
     this.#seq = seq + 1
     this.#eventsCache = undefined
-    if (!this.#handOverDue && this.#seq - this.#synced >= HANDOVER_AFTER) this.#scheduleHandOver()
+    // Also once `events` brought back objects of texts the log holds.
+    if (!this.#handOverDue && this.#seq - this.#objsFrom >= HANDOVER_AFTER) this.#scheduleHandOver()
   }
 
   #vetoed(attachment, error, event) {

@@ -72,24 +72,6 @@ const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
 }
 
-/**
- * Texts a JSONL read (fromJsonl, a store's open) left as read are compressed
- * on a native helper thread, started by an unref'd timer (so the resumed
- * session's first derive, which usually follows at once, has both cores);
- * the timer then takes the result once it is ready and returns the read's
- * free pages to the system.
- */
-function compressInBackground(native) {
-  let started = false
-  const poll = () => {
-    const done = native.compressTexts()
-    if (done && started) NativeSession.releaseFreeMemory()
-    else if (!done) setTimeout(poll, 10).unref()
-    started = true
-  }
-  setTimeout(poll, 0).unref()
-}
-
 class Session {
   /** The native log: texts, surface, session header, header fold. */
   #native
@@ -114,6 +96,8 @@ class Session {
   #handOverDue = false
   /** Flushes under way: the idle hand-over waits for them (they hand the same texts over). */
   #handOverHolds = 0
+  /** The native compressor is being watched (see `#compressSoon`). */
+  #compressing = false
   #seq = 0
   /** Events `0..#synced` have their JSON text in the native log. */
   #synced = 0
@@ -205,6 +189,7 @@ class Session {
     this.#objsFrom = length
     this.#synced = length
     this.#loadNativeState()
+    this.#compressSoon()
   }
 
   /** Wrap a native log whose events are not materialized in JS. */
@@ -221,7 +206,7 @@ class Session {
       this.#objsFrom = this.#seq
     }
     this.#loadNativeState()
-    compressInBackground(native)
+    this.#compressSoon()
   }
 
   #loadNativeState() {
@@ -370,6 +355,31 @@ class Session {
     this.#native.attachTexts(pending.bytes)
     this.#synced = pending.to
     this.#release()
+    this.#compressSoon()
+  }
+
+  /**
+   * Texts that wait to be compressed (full blocks of handed-over texts, a
+   * JSONL read's buffer: `src/log/texts.rs`) are, on a native helper thread
+   * once they hold 1 MiB, started by an unref'd timer (so a first derive
+   * that follows at once has both cores); the timer then takes the result
+   * once it is ready and returns the free pages to the system.
+   */
+  #compressSoon() {
+    if (this.#compressing) return
+    this.#compressing = true
+    let started = false
+    const poll = () => {
+      const done = this.#native.compressTexts()
+      if (!done) {
+        started = true
+        setTimeout(poll, 10).unref()
+        return
+      }
+      this.#compressing = false
+      if (started) NativeSession.releaseFreeMemory()
+    }
+    setTimeout(poll, 0).unref()
   }
 
   /**

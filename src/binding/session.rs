@@ -11,6 +11,9 @@ use napi::Result;
 use napi_derive::napi;
 use std::sync::mpsc;
 
+/// Texts waiting for the compressor start it once they hold this much.
+const COMPRESS_MIN_BYTES: usize = 1 << 20;
+
 #[napi]
 pub struct NativeSession {
     log: Log,
@@ -79,12 +82,15 @@ impl NativeSession {
             let (slices, queue) = mpsc::channel::<String>();
             let thread = std::thread::spawn(move || {
                 crate::log::lower_priority();
+                // This thread has the time to compress as blocks fill up.
+                log.compress_as_filled(true);
                 let mut result = Ok(());
                 for slice in queue {
                     if result.is_ok() {
                         result = log.seed_json_array(&slice);
                     }
                 }
+                log.compress_as_filled(false);
                 (log, result)
             });
             Seeder { slices, thread }
@@ -208,12 +214,13 @@ impl NativeSession {
         self.prepared = None;
     }
 
-    /// Compress the texts a JSONL read left as read, on a helper thread:
-    /// the first call starts it, a later one takes its result; true once
-    /// done (or nothing to do). Never waits.
+    /// Compress the texts that wait for it (full blocks of handed-over
+    /// texts, a JSONL read's buffer) on a helper thread, once they hold
+    /// 1 MiB: a call starts it, a later one takes its result; true once
+    /// nothing is left to do. Never waits.
     #[napi(js_name = "compressTexts")]
     pub fn compress_texts(&mut self) -> bool {
-        self.log.compress_adopted_texts()
+        self.log.compress_texts(COMPRESS_MIN_BYTES)
     }
 
     /// Return the free pages a hand-over left in the allocator's heaps to

@@ -171,10 +171,17 @@ impl Log {
         self.texts.get(seq)
     }
 
-    /// Compress the texts adopted from a read on a helper thread; whether
-    /// that is done (see `Texts::compress_adopted`: never waits).
-    pub fn compress_adopted_texts(&mut self) -> bool {
-        self.texts.compress_adopted()
+    /// Compress the texts that wait for it on a helper thread, once they
+    /// hold `min_bytes`; whether nothing is left to do (see
+    /// `Texts::compress`: never waits).
+    pub fn compress_texts(&mut self, min_bytes: usize) -> bool {
+        self.texts.compress(min_bytes)
+    }
+
+    /// Compress each block of texts as it fills up, in the calling thread
+    /// (a seed on its helper thread), instead of waiting for `compress_texts`.
+    pub fn compress_as_filled(&mut self, on: bool) {
+        self.texts.compress_on_seal = on;
     }
 
     /// Call `f` with the texts of events `from..to` in order (a missing one

@@ -6,6 +6,8 @@
 //!
 //! - `texts`: the buffers that hold event texts (never moved once written);
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
+//! - `resume`: a JSONL log read on threads of its own, handing over surface
+//!   payloads as they are folded (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit) and the hand-over of their texts;
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!
@@ -14,10 +16,13 @@
 mod live;
 mod project;
 mod read;
+mod resume;
 mod texts;
 
 pub use live::live_records;
 pub(crate) use read::Part;
+pub use read::{Helper, JsonlPieces};
+pub use resume::{JsonlReading, PayloadBatch};
 pub use texts::Texts;
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;

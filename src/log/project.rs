@@ -24,10 +24,9 @@ impl Log {
         out
     }
 
-    /// The payload text of event `seq`.
+    /// The payload text of event `seq` (the log holds accepted texts only).
     pub fn data_of(&self, seq: usize) -> Option<&str> {
-        let members = crate::scan::object_members(self.texts.get(seq)?)?;
-        crate::scan::member(&members, "data")
+        crate::scan::accepted_member(self.texts.get(seq)?, "data")
     }
 
     /// The type and payload of the events at `seqs`, as one flat JSON array

@@ -10,6 +10,9 @@ use crate::session_header::SessionHeader;
 /// Logs shorter than this are read on one thread.
 pub(super) const PARALLEL_MIN_LINES: usize = 4096;
 
+/// Events two reader threads claim at a time.
+const READ_CHUNK: usize = 512;
+
 /// Event texts to load: a buffer and each event's span in it.
 pub(crate) struct Part<'s> {
     pub text: String,
@@ -18,13 +21,19 @@ pub(crate) struct Part<'s> {
 
 /// Byte ranges of each line of `text` (without `\n` or a trailing `\r`).
 fn line_spans(text: &str) -> Vec<(usize, usize)> {
-    let base = text.as_ptr() as usize;
     let mut spans = Vec::with_capacity(text.len() / 128 + 1);
-    // `split` finds newlines with the standard library's vectorized search.
-    for line in text.split('\n') {
-        let start = line.as_ptr() as usize - base;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        spans.push((start, start + line.len()));
+    // Newlines found with `memchr`'s vectorized search (AVX2 where the CPU
+    // has it: the standard library's `split` searches a word at a time).
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())) {
+        let stop = if end > start && bytes[end - 1] == b'\r' {
+            end - 1
+        } else {
+            end
+        };
+        spans.push((start, stop));
+        start = end + 1;
     }
     if spans.len() > 1
         && spans
@@ -34,6 +43,146 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
         spans.pop();
     }
     spans
+}
+
+/// How a reader's helper thread runs: below the JS thread when the read
+/// runs off it (a store's load, while JS goes on), or at the caller's
+/// priority when the JS thread waits for the read (`fromJsonl`): a helper
+/// at a lower priority there only makes the waiting longer when other
+/// processes compete for the cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helper {
+    Background,
+    Awaited,
+}
+
+impl Helper {
+    fn start(self) {
+        if self == Helper::Background {
+            lower_priority();
+        }
+    }
+}
+
+/// Logs at least this long are copied and split into lines on two threads.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// A piece of a JSONL log: the caller's bytes (copied into the log) or a
+/// buffer the log keeps.
+pub(crate) enum Piece<'a> {
+    Copy(&'a [u8]),
+    Keep(Vec<u8>),
+}
+
+impl Piece<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Copy(b) => b.len(),
+            Piece::Keep(v) => v.len(),
+        }
+    }
+}
+
+/// What a read tells of each event once folded: the log so far, the
+/// event's index and its payload text.
+pub(crate) type Observe<'o> = Option<&'o mut dyn FnMut(&Log, usize, &str)>;
+
+/// A piece as the log's text and its lines' spans, or the 1-based line,
+/// within the piece, of its first invalid UTF-8.
+type Prepared = Result<(String, Vec<(usize, usize)>), usize>;
+
+fn prepare(piece: Piece<'_>) -> Prepared {
+    let bytes = match piece {
+        Piece::Copy(b) => b.to_vec(),
+        Piece::Keep(v) => v,
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let spans = line_spans(&text);
+            Ok((text, spans))
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            Err(newlines(&e.as_bytes()[..at]) + 1)
+        }
+    }
+}
+
+fn newlines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+}
+
+fn invalid_utf8(line: usize) -> LineError {
+    LineError {
+        error: CoreError::CorruptLog(format!("corrupt session log: invalid UTF-8 at line {line}")),
+        line,
+    }
+}
+
+/// Bytes after which a piece of a log received in parts is cut (at its
+/// last newline): enough pieces for two threads to share them evenly.
+const PIECE_BYTES: usize = 2 << 20;
+
+/// A JSONL log received in consecutive parts cut anywhere (`Session.fromJsonl`
+/// of a string: JS encodes it a part at a time into a small buffer). Each
+/// part is copied into pieces of whole lines, which the log keeps.
+#[derive(Default)]
+pub struct JsonlPieces {
+    pieces: Vec<Vec<u8>>,
+    current: Vec<u8>,
+}
+
+impl JsonlPieces {
+    /// Append the next bytes of the log.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.current.capacity() == 0 {
+            self.current.reserve_exact(PIECE_BYTES + bytes.len());
+        }
+        self.current.extend_from_slice(bytes);
+        if self.current.len() >= PIECE_BYTES {
+            if let Some(i) = self.current.iter().rposition(|&b| b == b'\n') {
+                // What follows the last newline starts the next piece.
+                let mut next = Vec::with_capacity(PIECE_BYTES + bytes.len());
+                next.extend_from_slice(&self.current[i + 1..]);
+                self.current.truncate(i + 1);
+                self.pieces.push(std::mem::replace(&mut self.current, next));
+            }
+        }
+    }
+
+    /// The pieces of every byte pushed, each of whole lines.
+    pub fn into_pieces(self) -> Vec<Vec<u8>> {
+        let mut pieces = self.pieces;
+        if !self.current.is_empty() || pieces.is_empty() {
+            pieces.push(self.current);
+        }
+        pieces
+    }
+}
+
+/// Copies of `bytes` in pieces of whole lines: two halves, copied on two
+/// threads, when long (a newline byte is never inside a multi-byte UTF-8
+/// character, so a cut after one keeps every character whole).
+pub(crate) fn copy_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    match halves(bytes) {
+        Some((a, b)) => std::thread::scope(|scope| {
+            let second = scope.spawn(|| b.to_vec());
+            let first = a.to_vec();
+            // A failed copy thread is a bug; the copy is then made here.
+            vec![first, second.join().unwrap_or_else(|_| b.to_vec())]
+        }),
+        None => vec![bytes.to_vec()],
+    }
+}
+
+/// `bytes` cut after the first newline at or past the middle, when long.
+fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    if bytes.len() < PARALLEL_MIN_BYTES {
+        return None;
+    }
+    let mid = bytes.len() / 2;
+    let i = memchr::memchr(b'\n', &bytes[mid..])?;
+    Some(bytes.split_at(mid + i + 1))
 }
 
 impl Log {
@@ -57,10 +206,20 @@ impl Log {
     }
 
     /// Parse a whole v0 JSONL log: header line, then one event per line.
-    /// Lines are read (validated, split into fields) on two threads; the
-    /// surface fold then runs over them in order.
+    /// The caller's bytes are copied into the log's own buffers, two halves
+    /// on two threads when the log is long; the lines are then read
+    /// (validated, split into fields) on two threads and folded in order.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
-        Log::from_jsonl_vec(bytes.to_vec()).map_err(|(e, _)| e)
+        Log::from_jsonl_with(bytes, Helper::Background)
+    }
+
+    /// `from_jsonl`, its helper thread run as `helper` says.
+    pub fn from_jsonl_with(bytes: &[u8], helper: Helper) -> Result<Log, LineError> {
+        let pieces = match halves(bytes) {
+            Some((a, b)) => vec![Piece::Copy(a), Piece::Copy(b)],
+            None => vec![Piece::Copy(bytes)],
+        };
+        Log::from_jsonl_pieces(pieces, helper, None)
     }
 
     /// `from_jsonl` of a buffer the log may keep (no copy of the text);
@@ -71,49 +230,137 @@ impl Log {
             Err(e) => {
                 let at = e.utf8_error().valid_up_to();
                 let bytes = e.into_bytes();
-                let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-                let error = CoreError::CorruptLog(format!(
-                    "corrupt session log: invalid UTF-8 at line {line}"
-                ));
-                return Err((LineError { error, line }, bytes));
+                return Err((invalid_utf8(newlines(&bytes[..at]) + 1), bytes));
             }
         };
         let spans = line_spans(&text);
-        let header = match spans
-            .first()
-            .filter(|&&(s, e)| !text[s..e].trim().is_empty())
-        {
-            None => Err(CoreError::CorruptLog(
+        Log::from_jsonl_lines(vec![(text, spans)], Helper::Background, None).map_err(
+            |(e, texts)| {
+                let text = texts.into_iter().next().unwrap_or_default();
+                (e, text.into_bytes())
+            },
+        )
+    }
+
+    /// `from_jsonl` of a log in pieces of whole lines (every piece but the
+    /// last ends with a newline): each piece is copied or kept, checked as
+    /// UTF-8 and split into lines, on two threads when the log is long.
+    pub(crate) fn from_jsonl_pieces(
+        pieces: Vec<Piece<'_>>,
+        helper: Helper,
+        observe: Observe<'_>,
+    ) -> Result<Log, LineError> {
+        let total: usize = pieces.iter().map(Piece::len).sum();
+        let prepared: Vec<Prepared> = if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
+            // The helper takes the pieces after the first half of the bytes.
+            let (mut at, mut bytes) = (0, 0);
+            while at < pieces.len() && bytes < total / 2 {
+                bytes += pieces[at].len();
+                at += 1;
+            }
+            let mut pieces = pieces;
+            let later = pieces.split_off(at.max(1));
+            std::thread::scope(|scope| {
+                let thread = scope.spawn(|| {
+                    helper.start();
+                    later.into_iter().map(prepare).collect::<Vec<_>>()
+                });
+                let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
+                match thread.join() {
+                    Ok(rest) => first.extend(rest),
+                    // A panicking helper is a bug; its pieces are gone, so
+                    // the log reads as corrupt rather than short.
+                    Err(_) => first.push(Err(1)),
+                }
+                first
+            })
+        } else {
+            pieces.into_iter().map(prepare).collect()
+        };
+        // The first invalid UTF-8 wins over every other defect.
+        let mut lines = 0;
+        let mut texts = Vec::with_capacity(prepared.len());
+        for piece in prepared {
+            match piece {
+                Ok((text, spans)) => {
+                    // A piece before the last ends with a newline: it has a
+                    // span per newline.
+                    lines += spans.len();
+                    texts.push((text, spans));
+                }
+                Err(line) => return Err(invalid_utf8(lines + line)),
+            }
+        }
+        Log::from_jsonl_lines(texts, helper, observe).map_err(|(e, _)| e)
+    }
+
+    /// A log of the lines of `pieces` (each piece's text and the spans of
+    /// its lines; every piece but the last ends with a newline): the header
+    /// line, then one event per line, blank lines allowed only at the end.
+    /// The texts come back with the error.
+    fn from_jsonl_lines(
+        pieces: Vec<(String, Vec<(usize, usize)>)>,
+        helper: Helper,
+        observe: Observe<'_>,
+    ) -> Result<Log, (LineError, Vec<String>)> {
+        let texts_of = |pieces: Vec<(String, Vec<(usize, usize)>)>| {
+            pieces.into_iter().map(|(t, _)| t).collect::<Vec<_>>()
+        };
+        // An empty piece holds no line (a lone empty log has one empty line).
+        let pieces: Vec<_> = if pieces.iter().all(|(t, _)| t.is_empty()) {
+            pieces.into_iter().take(1).collect()
+        } else {
+            pieces.into_iter().filter(|(t, _)| !t.is_empty()).collect()
+        };
+        let blank = |(text, spans): &(String, Vec<(usize, usize)>), i: usize| {
+            let (s, e) = spans[i];
+            text[s..e].trim().is_empty()
+        };
+        let header = match pieces.first() {
+            Some(first @ (text, spans)) if !spans.is_empty() && !blank(first, 0) => {
+                let (hs, he) = spans[0];
+                SessionHeader::from_line(&text[hs..he])
+            }
+            _ => Err(CoreError::CorruptLog(
                 "empty or header-less session log".into(),
             )),
-            Some(&(hs, he)) => SessionHeader::from_line(&text[hs..he]),
         };
         let header = match header {
             Ok(header) => header,
-            Err(error) => return Err((LineError { error, line: 1 }, text.into_bytes())),
+            Err(error) => return Err((LineError { error, line: 1 }, texts_of(pieces))),
         };
         // Events: every line after the header; blank lines are allowed only at the end.
-        let mut events = &spans[1..];
-        while events
-            .last()
-            .is_some_and(|&(s, e)| text[s..e].trim().is_empty())
-        {
-            events = &events[..events.len() - 1];
+        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            let from = usize::from(k == 0);
+            while ends[k] > from {
+                if !blank(&pieces[k], ends[k] - 1) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
+            }
         }
-        let parts = vec![Part {
-            text,
-            spans: events,
-        }];
-        Log::from_parts(header, parts, &|_, _, _, _| true).map_err(|(index, err, texts)| {
-            let line = index + 2;
-            let error = err.unwrap_or_else(|| {
-                CoreError::CorruptLog(format!(
-                    "corrupt session log: unparsable event at line {line}"
-                ))
-            });
-            let text = texts.into_iter().next().unwrap_or_default();
-            (LineError { error, line }, text.into_bytes())
-        })
+        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
+        let parts = texts
+            .into_iter()
+            .zip(&spans)
+            .enumerate()
+            .map(|(k, (text, spans))| Part {
+                text,
+                spans: &spans[usize::from(k == 0)..ends[k].max(usize::from(k == 0))],
+            })
+            .collect();
+        Log::from_parts_with(header, parts, &|_, _, _, _| true, helper, observe).map_err(
+            |(index, err, texts)| {
+                let line = index + 2;
+                let error = err.unwrap_or_else(|| {
+                    CoreError::CorruptLog(format!(
+                        "corrupt session log: unparsable event at line {line}"
+                    ))
+                });
+                (LineError { error, line }, texts)
+            },
+        )
     }
 
     /// A log of the events at the spans of `parts` (each part's spans are
@@ -128,6 +375,18 @@ impl Log {
         header: SessionHeader,
         parts: Vec<Part<'_>>,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        Log::from_parts_with(header, parts, verify, Helper::Background, None)
+    }
+
+    /// `from_parts`, its helper thread run as `helper` says, `observe`
+    /// told of each event once it is folded.
+    fn from_parts_with(
+        header: SessionHeader,
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+        helper: Helper,
+        mut observe: Observe<'_>,
     ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
         // Each part's first event index and first byte offset.
         let mut firsts = Vec::with_capacity(parts.len());
@@ -151,48 +410,89 @@ impl Log {
                 }
             })
         };
-        // Units of work: whole parts, or the halves of a lone long part.
+        // Units of work: runs of up to READ_CHUNK events of one part, in order.
         let mut units: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
         for (k, part) in parts.iter().enumerate() {
             let n = part.spans.len();
-            if parts.len() == 1 && n >= PARALLEL_MIN_LINES {
-                units.push((k, 0..n / 2));
-                units.push((k, n / 2..n));
-            } else if n > 0 {
-                units.push((k, 0..n));
+            for from in (0..n).step_by(READ_CHUNK) {
+                units.push((k, from..(from + READ_CHUNK).min(n)));
             }
         }
-        let read_unit = |(k, range): &(usize, std::ops::Range<usize>)| -> Vec<_> {
-            range.clone().map(|i| read(*k, i)).collect()
-        };
         // The fold records spans only; the log takes the texts after it.
         let mut log = Log::new(header);
+        log.metas.reserve_exact(count);
+        log.texts.reserve(count);
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
+            let data = r.as_ref().map_or("", |e| e.data);
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
-                .map_err(|err| (index, err))
+                .map_err(|err| (index, err))?;
+            if let Some(observe) = observe.as_mut() {
+                observe(&log, index, data);
+            }
+            Ok(())
         };
-        let folded = if units.len() > 1 && count >= PARALLEL_MIN_LINES {
-            // A helper reads the later units while this thread reads and
-            // folds the first (the fold is in order), then folds the rest.
-            let (first, later) = units.split_at(1);
+        let folded = if count >= PARALLEL_MIN_LINES && units.len() > 1 {
+            // This thread reads and folds units from the front (the fold is
+            // in order) while a helper reads units from the back; they meet
+            // wherever their speeds put them (another process may hold a
+            // core), then this thread folds what the helper read.
+            let ends = std::sync::Mutex::new((0, units.len()));
+            let claim = |front: bool| {
+                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+                if ends.0 >= ends.1 {
+                    None
+                } else if front {
+                    ends.0 += 1;
+                    Some(ends.0 - 1)
+                } else {
+                    ends.1 -= 1;
+                    Some(ends.1)
+                }
+            };
+            let stop = || {
+                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+                ends.1 = ends.0;
+            };
             std::thread::scope(|scope| {
-                let helper = scope.spawn(|| {
-                    lower_priority();
-                    later.iter().map(read_unit).collect::<Vec<_>>()
+                let thread = scope.spawn(|| {
+                    helper.start();
+                    let mut read_units = Vec::new();
+                    while let Some(u) = claim(false) {
+                        let (k, range) = &units[u];
+                        read_units.push(range.clone().map(|i| read(*k, i)).collect::<Vec<_>>());
+                    }
+                    read_units
                 });
-                let (k, range) = &first[0];
-                let done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
-                // Joined whatever the first unit gave: a panicking reader is
-                // a bug, and the rest is then read here instead.
-                let rest = helper
-                    .join()
-                    .unwrap_or_else(|_| later.iter().map(read_unit).collect());
+                let mut done = Ok(());
+                let mut next = 0;
+                while let Some(u) = claim(true) {
+                    let (k, range) = &units[u];
+                    done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
+                    next = u + 1;
+                    if done.is_err() {
+                        stop();
+                        break;
+                    }
+                }
+                // A panicking reader is a bug; what it took is then read here.
+                let rest = thread.join().ok();
                 done?;
-                for ((k, range), reads) in later.iter().zip(rest) {
-                    for (i, r) in range.clone().zip(reads) {
-                        fold(*k, i, r)?;
+                match rest {
+                    Some(rest) => {
+                        // The helper read units `next..` from the back.
+                        for (u, reads) in (next..units.len()).zip(rest.into_iter().rev()) {
+                            let (k, range) = &units[u];
+                            for (i, r) in range.clone().zip(reads) {
+                                fold(*k, i, r)?;
+                            }
+                        }
+                    }
+                    None => {
+                        for (k, range) in &units[next..] {
+                            range.clone().try_for_each(|i| fold(*k, i, read(*k, i)))?;
+                        }
                     }
                 }
                 Ok(())

@@ -940,4 +940,35 @@ mod tests {
         assert!(!f.foreign_key);
         assert!(f.ty.is_some_and(|t| string_is(t, "turn/end")));
     }
+
+    #[test]
+    fn accepted_member_finds_what_the_validating_scanner_finds() {
+        let texts = [
+            r#"{"type":"x","seq":0,"time":1,"data":{"a":"}","b":["]",{"c":"\""}]},"surfaceOp":"append"}"#,
+            r#"{"data":"\\","type":"x"}"#,
+            r#"{"type":"x","data":"a\\\"b\\\\","seq":1}"#,
+            r#" { "type" : "x" , "d\u0061ta" : [ 1 , -2.5e3 , true , null , { } , [ ] ] , "seq" : 2 } "#,
+            r#"{"type":"x","seq":3,"time":4,"data":12.5}"#,
+            r#"{"type":"x","seq":3,"time":4,"data":null,"sourceEventSeqs":[1,2]}"#,
+            r#"{"type":"x","seq":3,"time":4,"data":{"\"data\"":"data"}}"#,
+            r#"{"type":"x","seq":3,"time":4}"#,
+            r#"{}"#,
+            r#"{"data":"é中😀\u00e9","x":1}"#,
+        ];
+        for text in texts {
+            let members = object_members(text).expect("an object");
+            assert_eq!(
+                accepted_member(text, "data"),
+                member(&members, "data"),
+                "{text}"
+            );
+            assert_eq!(
+                accepted_member(text, "type"),
+                member(&members, "type"),
+                "{text}"
+            );
+        }
+        assert_eq!(accepted_member("[1]", "data"), None);
+        assert_eq!(accepted_member("", "data"), None);
+    }
 }

@@ -126,23 +126,38 @@ const PIECE_BYTES: usize = 2 << 20;
 /// A JSONL log received in consecutive parts cut anywhere (`Session.fromJsonl`
 /// of a string: JS encodes it a part at a time into a small buffer). Each
 /// part is copied into pieces of whole lines, which the log keeps.
-#[derive(Default)]
 pub struct JsonlPieces {
     pieces: Vec<Vec<u8>>,
     current: Vec<u8>,
+    /// `PIECE_BYTES` (smaller in tests, to cut small logs).
+    piece_bytes: usize,
+}
+
+impl Default for JsonlPieces {
+    fn default() -> Self {
+        JsonlPieces::with_piece_bytes(PIECE_BYTES)
+    }
 }
 
 impl JsonlPieces {
+    fn with_piece_bytes(piece_bytes: usize) -> JsonlPieces {
+        JsonlPieces {
+            pieces: Vec::new(),
+            current: Vec::new(),
+            piece_bytes,
+        }
+    }
+
     /// Append the next bytes of the log.
     pub fn push(&mut self, bytes: &[u8]) {
         if self.current.capacity() == 0 {
-            self.current.reserve_exact(PIECE_BYTES + bytes.len());
+            self.current.reserve_exact(self.piece_bytes + bytes.len());
         }
         self.current.extend_from_slice(bytes);
-        if self.current.len() >= PIECE_BYTES {
+        if self.current.len() >= self.piece_bytes {
             if let Some(i) = self.current.iter().rposition(|&b| b == b'\n') {
                 // What follows the last newline starts the next piece.
-                let mut next = Vec::with_capacity(PIECE_BYTES + bytes.len());
+                let mut next = Vec::with_capacity(self.piece_bytes + bytes.len());
                 next.extend_from_slice(&self.current[i + 1..]);
                 self.current.truncate(i + 1);
                 self.pieces.push(std::mem::replace(&mut self.current, next));
@@ -508,5 +523,207 @@ impl Log {
         }
         log.texts.adopt_buffers(texts);
         Ok(log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+
+    /// A log of `n` events: turns of a user message (with multi-byte
+    /// characters: 2, 3 and 4 bytes) and an assistant message, some lines
+    /// ending in CRLF.
+    fn log_text(n: usize) -> String {
+        let mut out = format!("{HEADER}\n");
+        for seq in 0..n {
+            let line = match seq % 4 {
+                0 => format!(
+                    r#"{{"type":"turn/start","seq":{seq},"time":1,"data":{{"turn":{seq}}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"é中😀 \" \\ {seq}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+                ),
+                2 => format!(
+                    r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"ok {seq}"}}],"provenance":{{"provider":"p","model":"m"}}}},"surfaceOp":"append"}}"#
+                ),
+                _ => {
+                    format!(r#"{{"type":"turn/end","seq":{seq},"time":1,"data":{{"turn":{seq}}}}}"#)
+                }
+            };
+            out.push_str(&line);
+            out.push_str(if seq % 7 == 3 { "\r\n" } else { "\n" });
+        }
+        out
+    }
+
+    /// What reading `bytes` gives: the log's JSONL and surface, or the error.
+    fn outcome(read: Result<Log, LineError>) -> Result<(String, Vec<u64>), (usize, String)> {
+        read.map(|log| (log.to_jsonl(), log.surface().nodes()))
+            .map_err(|e| (e.line, e.error.to_string()))
+    }
+
+    /// `bytes` pushed `step` bytes at a time into pieces of about `piece` bytes.
+    fn pieces_of(bytes: &[u8], step: usize, piece: usize) -> Vec<Vec<u8>> {
+        let mut pieces = JsonlPieces::with_piece_bytes(piece);
+        for part in bytes.chunks(step) {
+            pieces.push(part);
+        }
+        pieces.into_pieces()
+    }
+
+    fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, LineError> {
+        Log::from_jsonl_pieces(
+            pieces.into_iter().map(Piece::Keep).collect(),
+            Helper::Awaited,
+            None,
+        )
+    }
+
+    /// Logs that read, and logs with a defect on a line after the first cuts.
+    fn cases() -> Vec<Vec<u8>> {
+        cases_with_defects()
+            .into_iter()
+            .map(|(bytes, _)| bytes)
+            .collect()
+    }
+
+    /// The line of a log's defect and a fragment of its message.
+    type Defect = Option<(usize, &'static str)>;
+
+    /// `cases()`, each with its defect.
+    fn cases_with_defects() -> Vec<(Vec<u8>, Defect)> {
+        let good = log_text(60);
+        let header_less = Some((1, "empty or header-less session log"));
+        let mut cases = vec![
+            (good.clone().into_bytes(), None),
+            (format!("{good}\n\r\n  \n").into_bytes(), None),
+            (HEADER.as_bytes().to_vec(), None),
+            (format!("{HEADER}\n").into_bytes(), None),
+            (Vec::new(), header_less),
+            (b"\n".to_vec(), header_less),
+        ];
+        let lines: Vec<&str> = good.split_inclusive('\n').collect();
+        for at in [5, 40, 59] {
+            // A torn line, a blank line, and invalid UTF-8 on line `at + 1`.
+            let with = |line: &[u8]| {
+                let mut out = lines[..at].concat().into_bytes();
+                out.extend_from_slice(line);
+                out.extend_from_slice(lines[at + 1..].concat().as_bytes());
+                out
+            };
+            let line = at + 1;
+            cases.push((
+                with(&lines[at].as_bytes()[..lines[at].len() / 2]),
+                Some((line, "corrupt session log")),
+            ));
+            cases.push((with(b"\n"), Some((line, "unparsable event"))));
+            let mut bad = lines[at].as_bytes().to_vec();
+            bad[20] = 0xff;
+            cases.push((with(&bad), Some((line, "invalid UTF-8"))));
+        }
+        cases
+    }
+
+    #[test]
+    fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
+        for (bytes, defect) in cases_with_defects() {
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            match (&whole, defect) {
+                (Ok(_), None) => {}
+                (Err((line, message)), Some((at, fragment))) => {
+                    assert_eq!(*line, at, "{message}");
+                    assert!(message.contains(fragment), "{message}");
+                }
+                _ => panic!("unexpected {whole:?} (expected {defect:?})"),
+            }
+            for step in [1, 2, 3, 5, 64, 1000] {
+                for piece in [1, 7, 200, 1 << 20] {
+                    let pieces = pieces_of(&bytes, step, piece);
+                    // Every piece but the last ends with a newline.
+                    let last = pieces.len() - 1;
+                    assert!(pieces[..last].iter().all(|p| p.ends_with(b"\n")));
+                    assert_eq!(pieces.concat(), bytes);
+                    assert_eq!(
+                        outcome(read_pieces(pieces)),
+                        whole,
+                        "step {step} piece {piece}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_copied_log_reads_as_a_kept_one_and_its_halves_keep_characters_whole() {
+        let long = log_text(20_000).into_bytes();
+        assert!(long.len() >= PARALLEL_MIN_BYTES);
+        let halves = copy_lines(&long);
+        assert_eq!(halves.len(), 2);
+        assert!(halves[0].ends_with(b"\n"));
+        assert!(halves.iter().all(|h| std::str::from_utf8(h).is_ok()));
+        assert_eq!(halves.concat(), long);
+        let mut cases = cases();
+        let mut bad = long.clone();
+        let at = bad.len() - 300;
+        bad[at] = b'{';
+        cases.extend([long, bad]);
+        for bytes in cases {
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
+            assert_eq!(
+                outcome(Log::from_jsonl_with(&bytes, Helper::Awaited)),
+                whole
+            );
+            assert_eq!(outcome(read_pieces(copy_lines(&bytes))), whole);
+        }
+    }
+
+    #[test]
+    fn two_readers_name_the_first_defect_wherever_they_meet() {
+        let text = log_text(PARALLEL_MIN_LINES + 900);
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        for at in [
+            1,
+            2,
+            READ_CHUNK,
+            lines.len() / 2,
+            lines.len() - 2,
+            lines.len() - 1,
+        ] {
+            let mut torn = lines.clone();
+            torn[at] = "{\n";
+            let err = Log::from_jsonl(torn.concat().as_bytes())
+                .err()
+                .map(|e| e.line);
+            assert_eq!(err, Some(at + 1), "defect on line {}", at + 1);
+            // A second defect later is not the one named.
+            if at + 5 < lines.len() {
+                torn[at + 5] = "[\n";
+                let err = Log::from_jsonl(torn.concat().as_bytes())
+                    .err()
+                    .map(|e| e.line);
+                assert_eq!(err, Some(at + 1));
+            }
+        }
+        let log = Log::from_jsonl(text.as_bytes()).map_err(|e| e.line);
+        assert_eq!(log.map(|l| l.len()), Ok(PARALLEL_MIN_LINES + 900));
+    }
+
+    #[test]
+    fn line_spans_strip_one_carriage_return_and_drop_the_last_empty_line() {
+        let spans = |t: &str| -> Vec<String> {
+            line_spans(t)
+                .iter()
+                .map(|&(s, e)| t[s..e].to_string())
+                .collect()
+        };
+        assert_eq!(spans("a\r\nb\n"), vec!["a", "b"]);
+        assert_eq!(spans("a\r\r\n\r\nb"), vec!["a\r", "", "b"]);
+        assert_eq!(spans(""), vec![""]);
+        assert_eq!(spans("\n"), vec![""]);
+        assert_eq!(spans("\n\n"), vec!["", ""]);
+        assert_eq!(spans("x\r"), vec!["x"]);
     }
 }

@@ -123,3 +123,122 @@ impl JsonlReading {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+
+    fn user(seq: usize, op: &str, sources: &str) -> String {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"m{seq} é"}}],"source":{{"kind":"user"}}}},"surfaceOp":{op}{sources}}}"#
+        )
+    }
+
+    /// `cycles` of three appended messages, each cycle ending with a
+    /// replace of the whole surface by one message.
+    fn compacted(cycles: usize) -> String {
+        let mut lines = vec![HEADER.to_string()];
+        let mut nodes: Vec<usize> = Vec::new();
+        let mut seq = 0;
+        for _ in 0..cycles {
+            for _ in 0..3 {
+                lines.push(user(seq, r#""append""#, ""));
+                nodes.push(seq);
+                seq += 1;
+            }
+            let (start, end) = (nodes[0], nodes[nodes.len() - 1]);
+            let sources = nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            lines.push(user(
+                seq,
+                &format!(r#"{{"op":"replace","start":{start},"end":{end}}}"#),
+                &format!(r#","sourceEventSeqs":[{sources}]"#),
+            ));
+            nodes = vec![seq];
+            seq += 1;
+        }
+        lines.join("\n") + "\n"
+    }
+
+    fn read_all(bytes: &[u8]) -> (Vec<PayloadBatch>, Result<Log, LineError>) {
+        let mut reading = JsonlReading::of_bytes(bytes);
+        let mut batches = Vec::new();
+        while let Some(b) = reading.next_batch() {
+            batches.push(b);
+        }
+        (batches, reading.finish())
+    }
+
+    #[test]
+    fn batches_hand_over_each_surface_payload_as_payloads_json_gives_it() {
+        // Long enough for two readers and several batches.
+        let mut text = HEADER.to_string() + "\n";
+        for seq in 0..6000 {
+            let line = if seq % 2 == 0 {
+                user(seq, r#""append""#, "")
+            } else {
+                format!(
+                    r#"{{"type":"assistant/chunk","seq":{seq},"time":1,"data":{{"text":"{}"}}}}"#,
+                    "x".repeat(seq % 300)
+                )
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let (batches, log) = read_all(text.as_bytes());
+        let log = log.map_err(|e| e.line).expect("the log reads");
+        assert!(batches.len() > 1);
+        let seqs: Vec<u32> = batches
+            .iter()
+            .flat_map(|b| b.seqs.iter().copied())
+            .collect();
+        let nodes: Vec<u32> = log.surface().nodes().iter().map(|&n| n as u32).collect();
+        assert_eq!(seqs, nodes);
+        for b in &batches {
+            assert_eq!(b.json, log.payloads_json(&b.seqs));
+        }
+        assert_eq!(
+            log.to_jsonl(),
+            Log::from_jsonl(text.as_bytes())
+                .map_err(|e| e.line)
+                .expect("reads")
+                .to_jsonl()
+        );
+    }
+
+    #[test]
+    fn the_hand_over_stops_when_replaces_drop_most_of_what_it_sent() {
+        let text = compacted(600);
+        let (batches, log) = read_all(text.as_bytes());
+        let log = log.map_err(|e| e.line).expect("the log reads");
+        assert_eq!(log.surface().nodes().len(), 1);
+        let sent: usize = batches.iter().map(|b| b.seqs.len()).sum();
+        // Two nodes at most at a time: it stops past 2 * 2 + the slack.
+        assert!(sent <= 2 * 4 + SPECULATION_SLACK + 1, "sent {sent}");
+        assert!(sent > SPECULATION_SLACK);
+        for b in &batches {
+            assert_eq!(b.json, log.payloads_json(&b.seqs));
+        }
+        // A short compacted log is handed over whole.
+        let (batches, log) = read_all(compacted(20).as_bytes());
+        assert!(log.is_ok());
+        assert_eq!(batches.iter().map(|b| b.seqs.len()).sum::<usize>(), 80);
+    }
+
+    #[test]
+    fn a_failed_read_is_reported_after_its_batches() {
+        let mut text = compacted(20);
+        text.push_str("{\"type\":\n");
+        let (_, log) = read_all(text.as_bytes());
+        let err = log.err().map(|e| (e.line, e.error.code()));
+        assert_eq!(err, Some((82, "CORRUPT_LOG")));
+        let (batches, log) = read_all(b"");
+        assert!(batches.is_empty());
+        assert_eq!(log.err().map(|e| e.line), Some(1));
+    }
+}

@@ -430,11 +430,13 @@ impl JsonlReading {
 
     /// The session read (waiting for the read), or why it failed.
     #[napi]
-    pub fn finish(&mut self) -> Either<NativeSession, JsonlFailure> {
-        let read = match self.reading.take() {
-            Some(reading) => reading.finish(),
-            None => crate::log::JsonlReading::start(vec![Vec::new()]).finish(),
-        };
-        jsonl_result(read)
+    pub fn finish(&mut self, env: Env) -> Result<Either<NativeSession, JsonlFailure>> {
+        match self.reading.take() {
+            Some(mut reading) => Ok(jsonl_result(reading.finish())),
+            None => Err(throw(
+                &env,
+                CoreError::InvalidArgument("the JSONL log was already taken".into()),
+            )),
+        }
     }
 }

@@ -31,10 +31,21 @@ pub struct PayloadBatch {
     pub json: String,
 }
 
-/// A JSONL log being read on its own thread (see the module comment).
+/// Logs shorter than this are read at once, on the calling thread (a
+/// thread costs more than the overlap gains) and hand nothing over.
+const THREAD_MIN_BYTES: usize = 256 << 10;
+
+/// A JSONL log being read on its own thread (see the module comment), or
+/// already read.
 pub struct JsonlReading {
     batches: mpsc::Receiver<PayloadBatch>,
-    thread: Option<JoinHandle<Result<Log, LineError>>>,
+    state: State,
+}
+
+enum State {
+    Reading(JoinHandle<Result<Log, LineError>>),
+    Read(Box<Result<Log, LineError>>),
+    Finished,
 }
 
 impl JsonlReading {
@@ -48,6 +59,14 @@ impl JsonlReading {
     /// ends with a newline).
     pub fn start(pieces: Vec<Vec<u8>>) -> JsonlReading {
         let (send, batches) = mpsc::channel();
+        if pieces.iter().map(Vec::len).sum::<usize>() < THREAD_MIN_BYTES {
+            let pieces = pieces.into_iter().map(Piece::Keep).collect();
+            let read = Log::from_jsonl_pieces(pieces, Helper::Awaited, None);
+            return JsonlReading {
+                batches,
+                state: State::Read(Box::new(read)),
+            };
+        }
         let thread = std::thread::spawn(move || {
             let mut batch = PayloadBatch::default();
             let (mut sent, mut live, mut speculating) = (0usize, 0usize, true);
@@ -98,7 +117,7 @@ impl JsonlReading {
         });
         JsonlReading {
             batches,
-            thread: Some(thread),
+            state: State::Reading(thread),
         }
     }
 
@@ -106,20 +125,24 @@ impl JsonlReading {
     /// over (then `finish` does not wait). A failed read may have handed
     /// over payloads before it failed.
     pub fn next_batch(&mut self) -> Option<PayloadBatch> {
-        self.batches.recv().ok()
+        match self.state {
+            State::Reading(_) => self.batches.recv().ok(),
+            _ => None,
+        }
     }
 
     /// The log, once read (waiting for the reading thread).
-    pub fn finish(mut self) -> Result<Log, LineError> {
-        let thread = self.thread.take();
-        match thread.map(JoinHandle::join) {
-            Some(Ok(read)) => read,
-            _ => Err(LineError {
-                error: crate::error::CoreError::InvalidArgument(
-                    "the JSONL reading thread failed".into(),
-                ),
-                line: 0,
-            }),
+    pub fn finish(&mut self) -> Result<Log, LineError> {
+        let failed = |what: &str| LineError {
+            error: crate::error::CoreError::InvalidArgument(what.into()),
+            line: 0,
+        };
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::Reading(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(failed("the JSONL reading thread failed"))),
+            State::Read(read) => *read,
+            State::Finished => Err(failed("the JSONL log was already taken")),
         }
     }
 }
@@ -131,8 +154,9 @@ mod tests {
     const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
 
     fn user(seq: usize, op: &str, sources: &str) -> String {
+        let pad = "p".repeat(300);
         format!(
-            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"m{seq} é"}}],"source":{{"kind":"user"}}}},"surfaceOp":{op}{sources}}}"#
+            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"m{seq} é {pad}"}}],"source":{{"kind":"user"}}}},"surfaceOp":{op}{sources}}}"#
         )
     }
 
@@ -224,21 +248,37 @@ mod tests {
         for b in &batches {
             assert_eq!(b.json, log.payloads_json(&b.seqs));
         }
-        // A short compacted log is handed over whole.
-        let (batches, log) = read_all(compacted(20).as_bytes());
+        // A log compacted fewer times is handed over whole.
+        let text = compacted(200);
+        assert!(text.len() >= THREAD_MIN_BYTES);
+        let (batches, log) = read_all(text.as_bytes());
         assert!(log.is_ok());
-        assert_eq!(batches.iter().map(|b| b.seqs.len()).sum::<usize>(), 80);
+        assert_eq!(batches.iter().map(|b| b.seqs.len()).sum::<usize>(), 800);
     }
 
     #[test]
     fn a_failed_read_is_reported_after_its_batches() {
-        let mut text = compacted(20);
+        let mut text = compacted(200);
         text.push_str("{\"type\":\n");
-        let (_, log) = read_all(text.as_bytes());
+        let (batches, log) = read_all(text.as_bytes());
+        assert!(!batches.is_empty());
         let err = log.err().map(|e| (e.line, e.error.code()));
-        assert_eq!(err, Some((82, "CORRUPT_LOG")));
+        assert_eq!(err, Some((802, "CORRUPT_LOG")));
+    }
+
+    #[test]
+    fn a_short_log_is_read_at_once_and_hands_nothing_over() {
+        let text = compacted(20);
+        assert!(text.len() < THREAD_MIN_BYTES);
+        let (batches, log) = read_all(text.as_bytes());
+        assert!(batches.is_empty());
+        assert_eq!(log.map(|l| l.len()).ok(), Some(80));
         let (batches, log) = read_all(b"");
         assert!(batches.is_empty());
         assert_eq!(log.err().map(|e| e.line), Some(1));
+        // The log is taken once.
+        let mut reading = JsonlReading::of_bytes(text.as_bytes());
+        assert!(reading.finish().is_ok());
+        assert!(reading.finish().is_err());
     }
 }

@@ -226,14 +226,14 @@ class Session {
       }
       reading = JsonlReading.ofBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
     }
-    // The log is read on native threads; meanwhile this thread parses the
-    // payloads of the events that enter the surface, which the first
-    // derive reads (see src/log/resume.rs).
+    // The log is read on native threads; meanwhile this thread parses (and
+    // freezes) the payloads of the events that enter the surface, which the
+    // first derive reads (see src/log/resume.rs).
     const parsed = new Map()
     for (let batch = reading.next(); batch !== null; batch = reading.next()) {
       const flat = JSON.parse(batch.json)
       const seqs = batch.seqs
-      for (let i = 0; i < seqs.length; i++) parsed.set(seqs[i], { type: flat[2 * i], data: flat[2 * i + 1] })
+      for (let i = 0; i < seqs.length; i++) parsed.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
     }
     const result = reading.finish()
     if (!(result instanceof NativeSession)) {
@@ -242,7 +242,7 @@ class Session {
       throw error
     }
     const session = new Session(INTERNAL, result)
-    session.#materialize(session.#nodes, parsed)
+    if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
     return session
   }
 
@@ -294,8 +294,9 @@ class Session {
 
   /**
    * Parse, in one native call, the payloads of the events at `seqs` that JS
-   * does not hold yet; those in `parsed` (seq -> { type, data }, parsed
-   * from the log's texts while it was read) are taken from there.
+   * does not hold yet. Given `parsed` (seq -> { type, data }, data frozen,
+   * parsed from the log's texts while it was read: `fromJsonl`), only those
+   * it holds are taken, from there; the others wait for a derive.
    */
   #materialize(seqs, parsed) {
     const from = this.#objsFrom
@@ -304,12 +305,11 @@ class Session {
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]
       if (seq >= from || payloads.has(seq)) continue
-      const known = parsed?.get(seq)
-      if (known === undefined) {
+      if (parsed === undefined) {
         missing.push(seq)
       } else {
-        deepFreeze(known.data)
-        payloads.set(seq, known)
+        const known = parsed.get(seq)
+        if (known !== undefined) payloads.set(seq, known)
       }
     }
     if (missing.length === 0) return

@@ -155,7 +155,7 @@ impl JsonlPieces {
         }
         self.current.extend_from_slice(bytes);
         if self.current.len() >= self.piece_bytes {
-            if let Some(i) = self.current.iter().rposition(|&b| b == b'\n') {
+            if let Some(i) = memchr::memrchr(b'\n', &self.current) {
                 // What follows the last newline starts the next piece.
                 let mut next = Vec::with_capacity(self.piece_bytes + bytes.len());
                 next.extend_from_slice(&self.current[i + 1..]);

@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 /// Payload text a batch gathers before it is handed over.
-const BATCH_BYTES: usize = 128 << 10;
+const BATCH_BYTES: usize = 60 << 10;
 
 /// Nodes handed over beyond twice the surface's before the hand-over stops.
 const SPECULATION_SLACK: usize = 1024;

@@ -56,24 +56,32 @@ const reportObserverError = (error) => {
 }
 
 /**
- * A long JSONL string reaches the native log a part at a time: each part is
- * encoded to UTF-8 into one small reused buffer (`encodeInto` costs a fraction
- * of a whole-string `Buffer.from`, and writes no fresh memory) and copied
- * from there into the pieces the log keeps. A lone surrogate becomes U+FFFD,
- * as `Buffer.from` does; a part ends on a whole character.
+ * A JSONL log reaches the native reader in parts, which it copies into pieces
+ * of whole lines and starts reading from the first piece on (see
+ * src/log/resume.rs). A long string is encoded to UTF-8 a part at a time
+ * into one small reused buffer (`encodeInto` costs a fraction of a
+ * whole-string `Buffer.from`, and writes no fresh memory); a lone surrogate
+ * becomes U+FFFD, as `Buffer.from` does, and a part ends on a whole
+ * character.
  */
 const JSONL_PIECE = 1 << 20
 const utf8Encoder = new TextEncoder()
 let pieceBuffer
 function readPieces(text) {
   pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
-  const pieces = new binding.JsonlPieces()
+  const reading = new JsonlReading()
   for (let at = 0; at < text.length; ) {
     const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
-    pieces.push(pieceBuffer, written)
+    reading.push(pieceBuffer, written)
     at += read
   }
-  return pieces.read()
+  return reading
+}
+
+function readBytes(bytes) {
+  const reading = new JsonlReading()
+  reading.push(bytes, bytes.length)
+  return reading
 }
 
 class Session {
@@ -219,12 +227,12 @@ class Session {
   static fromJsonl(text) {
     let reading
     if (typeof text === 'string') {
-      reading = text.length < JSONL_PIECE ? JsonlReading.ofBytes(Buffer.from(text, 'utf8')) : readPieces(text)
+      reading = text.length < JSONL_PIECE ? readBytes(Buffer.from(text, 'utf8')) : readPieces(text)
     } else {
       if (!(text instanceof Uint8Array)) {
         throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
       }
-      reading = JsonlReading.ofBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
+      reading = readBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
     }
     // The log is read on native threads; meanwhile this thread parses (and
     // freezes) the payloads of the events that enter the surface, which the

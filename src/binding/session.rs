@@ -355,44 +355,10 @@ fn jsonl_result(read: std::result::Result<Log, LineError>) -> Either<NativeSessi
     }
 }
 
-/// A JSONL log handed over in parts (`Session.fromJsonl` of a long string:
-/// JS encodes it to UTF-8 a part at a time into one small buffer, which
-/// costs less than encoding it whole, and this copies each part into the
-/// pieces the log keeps).
-#[napi]
-pub struct JsonlPieces {
-    pieces: Option<crate::log::JsonlPieces>,
-}
-
-#[napi]
-impl JsonlPieces {
-    #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        JsonlPieces {
-            pieces: Some(Default::default()),
-        }
-    }
-
-    /// Append `bytes[0..length]` (cut anywhere) to the log.
-    #[napi]
-    pub fn push(&mut self, bytes: Buffer, length: u32) {
-        if let Some(pieces) = self.pieces.as_mut() {
-            pieces.push(&bytes[..(length as usize).min(bytes.len())]);
-        }
-    }
-
-    /// Start reading the log pushed so far; the pieces are used up.
-    #[napi]
-    pub fn read(&mut self) -> JsonlReading {
-        let pieces = self.pieces.take().unwrap_or_default().into_pieces();
-        JsonlReading {
-            reading: Some(crate::log::JsonlReading::start(pieces)),
-        }
-    }
-}
-
-/// A JSONL log being read on threads of its own (`Session.fromJsonl`):
+/// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
+/// encodes a long string to UTF-8 a part at a time into one small buffer,
+/// which costs less than encoding it whole, and pushes each part; a Buffer
+/// is pushed whole) and read on threads of its own from its first piece on:
 /// `next()` gives the payloads of the events that entered the surface, in
 /// batches, as they are folded; `finish()` the session.
 #[napi]
@@ -402,11 +368,20 @@ pub struct JsonlReading {
 
 #[napi]
 impl JsonlReading {
-    /// Start reading a JSONL log from a Buffer (its bytes are copied first).
-    #[napi(factory)]
-    pub fn of_bytes(bytes: Buffer) -> Self {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
         JsonlReading {
-            reading: Some(crate::log::JsonlReading::of_bytes(&bytes)),
+            reading: Some(Default::default()),
+        }
+    }
+
+    /// Append `bytes[0..length]` (cut anywhere) to the log; the bytes are
+    /// copied.
+    #[napi]
+    pub fn push(&mut self, bytes: Buffer, length: u32) {
+        if let Some(reading) = self.reading.as_mut() {
+            reading.push(&bytes[..(length as usize).min(bytes.len())]);
         }
     }
 

@@ -20,8 +20,8 @@ mod resume;
 mod texts;
 
 pub use live::live_records;
+pub use read::Helper;
 pub(crate) use read::Part;
-pub use read::{Helper, JsonlPieces};
 pub use resume::{JsonlReading, PayloadBatch};
 pub use texts::Texts;
 // Helper-thread priorities moved to their own module; the stores name them here.

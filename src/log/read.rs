@@ -89,9 +89,9 @@ pub(crate) type Observe<'o> = Option<&'o mut dyn FnMut(&Log, usize, &str)>;
 
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
-type Prepared = Result<(String, Vec<(usize, usize)>), usize>;
+pub(super) type Prepared = Result<(String, Vec<(usize, usize)>), usize>;
 
-fn prepare(piece: Piece<'_>) -> Prepared {
+pub(super) fn prepare(piece: Piece<'_>) -> Prepared {
     let bytes = match piece {
         Piece::Copy(b) => b.to_vec(),
         Piece::Keep(v) => v,
@@ -108,85 +108,70 @@ fn prepare(piece: Piece<'_>) -> Prepared {
     }
 }
 
-fn newlines(bytes: &[u8]) -> usize {
+/// `prepare` of each piece, on two threads when the pieces are long (the
+/// helper takes the pieces after the first half of the bytes).
+pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepared> {
+    let total: usize = pieces.iter().map(Piece::len).sum();
+    if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
+        // The helper takes the pieces after the first half of the bytes.
+        let (mut at, mut bytes) = (0, 0);
+        while at < pieces.len() && bytes < total / 2 {
+            bytes += pieces[at].len();
+            at += 1;
+        }
+        let mut pieces = pieces;
+        let later = pieces.split_off(at.max(1));
+        std::thread::scope(|scope| {
+            let thread = scope.spawn(|| {
+                helper.start();
+                later.into_iter().map(prepare).collect::<Vec<_>>()
+            });
+            let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
+            match thread.join() {
+                Ok(rest) => first.extend(rest),
+                // A panicking helper is a bug; its pieces are gone, so
+                // the log reads as corrupt rather than short.
+                Err(_) => first.push(Err(1)),
+            }
+            first
+        })
+    } else {
+        pieces.into_iter().map(prepare).collect()
+    }
+}
+
+/// The session header of a JSONL log from its first line (`None`: the log
+/// has no line).
+pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, LineError> {
+    match line {
+        Some(line) if !line.trim().is_empty() => SessionHeader::from_line(line),
+        _ => Err(CoreError::CorruptLog(
+            "empty or header-less session log".into(),
+        )),
+    }
+    .map_err(|error| LineError { error, line: 1 })
+}
+
+/// The error of the JSONL log event at `index` (on line `index + 2`) that
+/// failed (`None`: unparsable).
+pub(super) fn event_error(index: usize, err: Option<CoreError>) -> LineError {
+    let line = index + 2;
+    let error = err.unwrap_or_else(|| {
+        CoreError::CorruptLog(format!(
+            "corrupt session log: unparsable event at line {line}"
+        ))
+    });
+    LineError { error, line }
+}
+
+pub(super) fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
 
-fn invalid_utf8(line: usize) -> LineError {
+pub(super) fn invalid_utf8(line: usize) -> LineError {
     LineError {
         error: CoreError::CorruptLog(format!("corrupt session log: invalid UTF-8 at line {line}")),
         line,
-    }
-}
-
-/// Bytes after which a piece of a log received in parts is cut (at its
-/// last newline): enough pieces for two threads to share them evenly.
-const PIECE_BYTES: usize = 2 << 20;
-
-/// A JSONL log received in consecutive parts cut anywhere (`Session.fromJsonl`
-/// of a string: JS encodes it a part at a time into a small buffer). Each
-/// part is copied into pieces of whole lines, which the log keeps.
-pub struct JsonlPieces {
-    pieces: Vec<Vec<u8>>,
-    current: Vec<u8>,
-    /// `PIECE_BYTES` (smaller in tests, to cut small logs).
-    piece_bytes: usize,
-}
-
-impl Default for JsonlPieces {
-    fn default() -> Self {
-        JsonlPieces::with_piece_bytes(PIECE_BYTES)
-    }
-}
-
-impl JsonlPieces {
-    fn with_piece_bytes(piece_bytes: usize) -> JsonlPieces {
-        JsonlPieces {
-            pieces: Vec::new(),
-            current: Vec::new(),
-            piece_bytes,
-        }
-    }
-
-    /// Append the next bytes of the log.
-    pub fn push(&mut self, bytes: &[u8]) {
-        if self.current.capacity() == 0 {
-            self.current.reserve_exact(self.piece_bytes + bytes.len());
-        }
-        self.current.extend_from_slice(bytes);
-        if self.current.len() >= self.piece_bytes {
-            if let Some(i) = memchr::memrchr(b'\n', &self.current) {
-                // What follows the last newline starts the next piece.
-                let mut next = Vec::with_capacity(self.piece_bytes + bytes.len());
-                next.extend_from_slice(&self.current[i + 1..]);
-                self.current.truncate(i + 1);
-                self.pieces.push(std::mem::replace(&mut self.current, next));
-            }
-        }
-    }
-
-    /// The pieces of every byte pushed, each of whole lines.
-    pub fn into_pieces(self) -> Vec<Vec<u8>> {
-        let mut pieces = self.pieces;
-        if !self.current.is_empty() || pieces.is_empty() {
-            pieces.push(self.current);
-        }
-        pieces
-    }
-}
-
-/// Copies of `bytes` in pieces of whole lines: two halves, copied on two
-/// threads, when long (a newline byte is never inside a multi-byte UTF-8
-/// character, so a cut after one keeps every character whole).
-pub(crate) fn copy_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
-    match halves(bytes) {
-        Some((a, b)) => std::thread::scope(|scope| {
-            let second = scope.spawn(|| b.to_vec());
-            let first = a.to_vec();
-            // A failed copy thread is a bug; the copy is then made here.
-            vec![first, second.join().unwrap_or_else(|_| b.to_vec())]
-        }),
-        None => vec![bytes.to_vec()],
     }
 }
 
@@ -265,33 +250,7 @@ impl Log {
         helper: Helper,
         observe: Observe<'_>,
     ) -> Result<Log, LineError> {
-        let total: usize = pieces.iter().map(Piece::len).sum();
-        let prepared: Vec<Prepared> = if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
-            // The helper takes the pieces after the first half of the bytes.
-            let (mut at, mut bytes) = (0, 0);
-            while at < pieces.len() && bytes < total / 2 {
-                bytes += pieces[at].len();
-                at += 1;
-            }
-            let mut pieces = pieces;
-            let later = pieces.split_off(at.max(1));
-            std::thread::scope(|scope| {
-                let thread = scope.spawn(|| {
-                    helper.start();
-                    later.into_iter().map(prepare).collect::<Vec<_>>()
-                });
-                let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
-                match thread.join() {
-                    Ok(rest) => first.extend(rest),
-                    // A panicking helper is a bug; its pieces are gone, so
-                    // the log reads as corrupt rather than short.
-                    Err(_) => first.push(Err(1)),
-                }
-                first
-            })
-        } else {
-            pieces.into_iter().map(prepare).collect()
-        };
+        let prepared = prepare_all(pieces, helper);
         // The first invalid UTF-8 wins over every other defect.
         let mut lines = 0;
         let mut texts = Vec::with_capacity(prepared.len());
@@ -331,18 +290,12 @@ impl Log {
             let (s, e) = spans[i];
             text[s..e].trim().is_empty()
         };
-        let header = match pieces.first() {
-            Some(first @ (text, spans)) if !spans.is_empty() && !blank(first, 0) => {
-                let (hs, he) = spans[0];
-                SessionHeader::from_line(&text[hs..he])
-            }
-            _ => Err(CoreError::CorruptLog(
-                "empty or header-less session log".into(),
-            )),
-        };
-        let header = match header {
+        let first = pieces
+            .first()
+            .and_then(|(text, spans)| spans.first().map(|&(s, e)| &text[s..e]));
+        let header = match read_header(first) {
             Ok(header) => header,
-            Err(error) => return Err((LineError { error, line: 1 }, texts_of(pieces))),
+            Err(error) => return Err((error, texts_of(pieces))),
         };
         // Events: every line after the header; blank lines are allowed only at the end.
         let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
@@ -365,49 +318,32 @@ impl Log {
                 spans: &spans[usize::from(k == 0)..ends[k].max(usize::from(k == 0))],
             })
             .collect();
-        Log::from_parts_with(header, parts, &|_, _, _, _| true, helper, observe).map_err(
-            |(index, err, texts)| {
-                let line = index + 2;
-                let error = err.unwrap_or_else(|| {
-                    CoreError::CorruptLog(format!(
-                        "corrupt session log: unparsable event at line {line}"
-                    ))
-                });
-                (LineError { error, line }, texts)
-            },
-        )
+        Log::from_parts_with(header, parts, &|_, _, _, _| true, helper, observe)
+            .map_err(|(index, err, texts)| (event_error(index, err), texts))
     }
 
-    /// A log of the events at the spans of `parts` (each part's spans are
-    /// offsets into its own text; the parts' events follow one another):
-    /// each is read (validated, split into fields) and passed to `verify`
-    /// (part, its text, index in the part, event), on two threads when
-    /// there are many; the surface fold then runs over them in order. The
-    /// log keeps the parts' texts as they are (nothing is copied). The
-    /// error names the index of the first event that failed (`None`:
-    /// unparsable, or refused by `verify`) and gives the texts back.
-    pub(crate) fn from_parts(
-        header: SessionHeader,
-        parts: Vec<Part<'_>>,
-        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
-        Log::from_parts_with(header, parts, verify, Helper::Background, None)
-    }
-
-    /// `from_parts`, its helper thread run as `helper` says, `observe`
-    /// told of each event once it is folded.
-    fn from_parts_with(
-        header: SessionHeader,
-        parts: Vec<Part<'_>>,
+    /// Read the events of `parts` (the first at index `first_index`, the
+    /// first part's text at byte `first_byte` of the log's texts) and fold
+    /// them into this log in order: on two threads when there are many, this
+    /// one reading and folding units from the front while a helper reads
+    /// units from the back; they meet wherever their speeds put them
+    /// (another process may hold a core), then this thread folds what the
+    /// helper read. The error names the index of the first event that
+    /// failed (`None`: unparsable, or refused by `verify`).
+    pub(super) fn fold_parts(
+        &mut self,
+        parts: &[Part<'_>],
+        first_index: usize,
+        first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
         helper: Helper,
-        mut observe: Observe<'_>,
-    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        observe: &mut Observe<'_>,
+    ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
         let mut firsts = Vec::with_capacity(parts.len());
         let mut bases = Vec::with_capacity(parts.len());
-        let (mut count, mut bytes) = (0, 0);
-        for part in &parts {
+        let (mut count, mut bytes) = (first_index, first_byte);
+        for part in parts {
             firsts.push(count);
             bases.push(bytes);
             count += part.spans.len();
@@ -433,10 +369,7 @@ impl Log {
                 units.push((k, from..(from + READ_CHUNK).min(n)));
             }
         }
-        // The fold records spans only; the log takes the texts after it.
-        let mut log = Log::new(header);
-        log.metas.reserve_exact(count);
-        log.texts.reserve(count);
+        let log = self;
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
@@ -444,11 +377,11 @@ impl Log {
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
                 .map_err(|err| (index, err))?;
             if let Some(observe) = observe.as_mut() {
-                observe(&log, index, data);
+                observe(log, index, data);
             }
             Ok(())
         };
-        let folded = if count >= PARALLEL_MIN_LINES && units.len() > 1 {
+        if count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
             // This thread reads and folds units from the front (the fold is
             // in order) while a helper reads units from the back; they meet
             // wherever their speeds put them (another process may hold a
@@ -516,7 +449,40 @@ impl Log {
             units
                 .iter()
                 .try_for_each(|(k, range)| range.clone().try_for_each(|i| fold(*k, i, read(*k, i))))
-        };
+        }
+    }
+
+    /// A log of the events at the spans of `parts` (each part's spans are
+    /// offsets into its own text; the parts' events follow one another):
+    /// each is read (validated, split into fields) and passed to `verify`
+    /// (part, its text, index in the part, event), on two threads when
+    /// there are many; the surface fold then runs over them in order. The
+    /// log keeps the parts' texts as they are (nothing is copied). The
+    /// error names the index of the first event that failed (`None`:
+    /// unparsable, or refused by `verify`) and gives the texts back.
+    pub(crate) fn from_parts(
+        header: SessionHeader,
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        Log::from_parts_with(header, parts, verify, Helper::Background, None)
+    }
+
+    /// `from_parts`, its helper thread run as `helper` says, `observe`
+    /// told of each event once it is folded.
+    fn from_parts_with(
+        header: SessionHeader,
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+        helper: Helper,
+        mut observe: Observe<'_>,
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        let count = parts.iter().map(|p| p.spans.len()).sum();
+        // The fold records spans only; the log takes the texts after it.
+        let mut log = Log::new(header);
+        log.metas.reserve_exact(count);
+        log.texts.reserve(count);
+        let folded = log.fold_parts(&parts, 0, 0, verify, helper, &mut observe);
         let texts: Vec<String> = parts.into_iter().map(|p| p.text).collect();
         if let Err((index, err)) = folded {
             return Err((index, err, texts));
@@ -564,13 +530,15 @@ mod tests {
             .map_err(|e| (e.line, e.error.to_string()))
     }
 
-    /// `bytes` pushed `step` bytes at a time into pieces of about `piece` bytes.
-    fn pieces_of(bytes: &[u8], step: usize, piece: usize) -> Vec<Vec<u8>> {
-        let mut pieces = JsonlPieces::with_piece_bytes(piece);
+    /// `bytes` pushed `step` bytes at a time into a reading cut in pieces of
+    /// about `piece` bytes, and read.
+    fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, LineError> {
+        let mut reading = super::super::resume::JsonlReading::with_piece_bytes(piece);
         for part in bytes.chunks(step) {
-            pieces.push(part);
+            reading.push(part);
         }
-        pieces.into_pieces()
+        while reading.next_batch().is_some() {}
+        reading.finish()
     }
 
     fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, LineError> {
@@ -640,16 +608,8 @@ mod tests {
             }
             for step in [1, 2, 3, 5, 64, 1000] {
                 for piece in [1, 7, 200, 1 << 20] {
-                    let pieces = pieces_of(&bytes, step, piece);
-                    // Every piece but the last ends with a newline.
-                    let last = pieces.len() - 1;
-                    assert!(pieces[..last].iter().all(|p| p.ends_with(b"\n")));
-                    assert_eq!(pieces.concat(), bytes);
-                    assert_eq!(
-                        outcome(read_pieces(pieces)),
-                        whole,
-                        "step {step} piece {piece}"
-                    );
+                    let read = outcome(read_pushed(&bytes, step, piece));
+                    assert_eq!(read, whole, "step {step} piece {piece}");
                 }
             }
         }
@@ -659,11 +619,10 @@ mod tests {
     fn a_copied_log_reads_as_a_kept_one_and_its_halves_keep_characters_whole() {
         let long = log_text(20_000).into_bytes();
         assert!(long.len() >= PARALLEL_MIN_BYTES);
-        let halves = copy_lines(&long);
-        assert_eq!(halves.len(), 2);
-        assert!(halves[0].ends_with(b"\n"));
-        assert!(halves.iter().all(|h| std::str::from_utf8(h).is_ok()));
-        assert_eq!(halves.concat(), long);
+        let (a, b) = halves(&long).expect("a long log is cut in two");
+        assert!(a.ends_with(b"\n"));
+        assert!(std::str::from_utf8(a).is_ok() && std::str::from_utf8(b).is_ok());
+        assert_eq!([a, b].concat(), long);
         let mut cases = cases();
         let mut bad = long.clone();
         let at = bad.len() - 300;
@@ -676,7 +635,11 @@ mod tests {
                 outcome(Log::from_jsonl_with(&bytes, Helper::Awaited)),
                 whole
             );
-            assert_eq!(outcome(read_pieces(copy_lines(&bytes))), whole);
+            let copied = match halves(&bytes) {
+                Some((a, b)) => vec![a.to_vec(), b.to_vec()],
+                None => vec![bytes.clone()],
+            };
+            assert_eq!(outcome(read_pieces(copied)), whole);
         }
     }
 

@@ -6,8 +6,8 @@
 //!
 //! - `texts`: the buffers that hold event texts (never moved once written);
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
-//! - `resume`: a JSONL log read on threads of its own, handing over surface
-//!   payloads as they are folded (`Session.fromJsonl`);
+//! - `resume`: a JSONL log read while it is handed over, handing surface
+//!   payloads back as they are folded (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit) and the hand-over of their texts;
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!

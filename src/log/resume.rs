@@ -1,8 +1,11 @@
-//! Resuming a JSONL log while JS parses its surface payloads: the log is
-//! read and folded on threads of its own, and each event that enters the
-//! surface has its payload text handed over (in batches) as soon as it is
-//! folded, so the JS thread parses what the first `deriveMessages()` needs
-//! while the rest of the log is still being read.
+//! Resuming a JSONL log (`Session.fromJsonl`) while it is still being
+//! handed over, and while JS parses its surface payloads: the bytes JS
+//! pushes are cut into pieces of whole lines, a reading thread reads and
+//! folds each piece as it comes (the pieces still waiting when the pushing
+//! ends are read on two threads), and each event that enters the surface has
+//! its payload text handed back (in batches) as soon as it is folded, so the
+//! JS thread parses what the first `deriveMessages()` needs while the rest
+//! of the log is still being read.
 //!
 //! The hand-over is speculative: a later `replace` may take a node off the
 //! surface, and its parsed payload is then dropped. So that a log whose

@@ -661,6 +661,9 @@ mod tests {
                 .err()
                 .map(|e| e.line);
             assert_eq!(err, Some(at + 1), "defect on line {}", at + 1);
+            // Read while pushed: some pieces as they come, the rest on two threads.
+            let pushed = read_pushed(torn.concat().as_bytes(), 100_000, 1 << 16);
+            assert_eq!(pushed.err().map(|e| e.line), Some(at + 1));
             // A second defect later is not the one named.
             if at + 5 < lines.len() {
                 torn[at + 5] = "[\n";
@@ -672,6 +675,10 @@ mod tests {
         }
         let log = Log::from_jsonl(text.as_bytes()).map_err(|e| e.line);
         assert_eq!(log.map(|l| l.len()), Ok(PARALLEL_MIN_LINES + 900));
+        let whole = outcome(Log::from_jsonl(text.as_bytes()));
+        for (step, piece) in [(100_000, 1 << 16), (7_000, 1 << 20), (1 << 20, 3_000)] {
+            assert_eq!(outcome(read_pushed(text.as_bytes(), step, piece)), whole);
+        }
     }
 
     #[test]

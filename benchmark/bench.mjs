@@ -104,6 +104,12 @@ const jsonlBuffer = Buffer.from(jsonl)
 let resumeMs = 0
 let resumeBufferMs = 0
 let parseMs = 0
+// The same log with non-ASCII text: a two-byte JS string, whose UTF-8 differs.
+const wide = jsonl.replaceAll(' module ', ' 模块 ').replaceAll(' session ', ' séssion ')
+const wideLines = wide.split('\n')
+wideLines.pop()
+const wideRatios = []
+let wideMs = 0
 for (let r = 0; r < ROUNDS; r++) {
   gc()
   let t = now()
@@ -124,6 +130,16 @@ for (let r = 0; r < ROUNDS; r++) {
   const u = now() - t
   resumeBufferRatios.push(u / p)
   resumeBufferMs += u
+  gc()
+  t = now()
+  for (let i = 0; i < wideLines.length; i++) JSON.parse(wideLines[i])
+  const wp = now() - t
+  gc()
+  t = now()
+  Session.fromJsonl(wide).deriveMessages()
+  const w = now() - t
+  wideRatios.push(w / wp)
+  wideMs += w
 }
 
 // 3. deriveMessages after every step of a live run ------------------------------
@@ -171,6 +187,8 @@ row('  fromJsonl + derive (ms)', (resumeMs / ROUNDS).toFixed(1))
 row('  same from a Buffer (fs.readFile without encoding)', median(resumeBufferRatios).toFixed(2) + 'x')
 row('    fromJsonl(Buffer) + derive (ms)', (resumeBufferMs / ROUNDS).toFixed(1))
 row('  JSON.parse of every line (ms)', (parseMs / ROUNDS).toFixed(1))
+row('  same from a non-ASCII string / JSON.parse of its lines', median(wideRatios).toFixed(2) + 'x')
+row('    fromJsonl(non-ASCII string) + derive (ms)', (wideMs / ROUNDS).toFixed(1))
 row(`deriveMessages after every step, total (ms, ${deriveCalls} calls)`, deriveTotal.toFixed(1))
 row('  per call (µs)', ((deriveTotal / Math.max(deriveCalls, 1)) * 1000).toFixed(1))
 row('resumed session retained, before events read (B/event, rss)', perEvent(base, afterResume, 'rss'))

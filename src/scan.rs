@@ -699,6 +699,102 @@ pub fn data_field<'a>(fields: &Fields<'a>, name: &str) -> Option<&'a str> {
     member(&fields.data_fields, name)
 }
 
+/// The raw value text of member `name` of `text`, an object text this
+/// scanner has already accepted whole (an event text the log holds): it is
+/// not checked again, only walked, strings found by a vectorized search for
+/// their closing quote. The first member of that name is the one, as the
+/// envelope rule refuses a repeated key. `None` when there is none (or the
+/// text is not an object).
+pub fn accepted_member<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let b = text.as_bytes();
+    let mut pos = skip_ws(b, 0);
+    if b.get(pos) != Some(&b'{') {
+        return None;
+    }
+    pos += 1;
+    loop {
+        pos = skip_ws(b, pos);
+        if b.get(pos) != Some(&b'"') {
+            return None;
+        }
+        let key_end = accepted_string_end(b, pos)?;
+        let key = text.get(pos + 1..key_end - 1)?;
+        pos = skip_ws(b, key_end);
+        if b.get(pos) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(b, pos + 1);
+        let end = accepted_value_end(b, start)?;
+        if key_is(key, name) {
+            return text.get(start..end);
+        }
+        pos = skip_ws(b, end);
+        match b.get(pos) {
+            Some(b',') => pos += 1,
+            _ => return None,
+        }
+    }
+}
+
+fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    while matches!(b.get(pos), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The end (past the closing quote) of the accepted string at `pos` (its
+/// opening quote): the first quote not escaped by an odd run of backslashes.
+fn accepted_string_end(b: &[u8], pos: usize) -> Option<usize> {
+    let mut from = pos + 1;
+    loop {
+        let quote = from + memchr::memchr(b'"', b.get(from..)?)?;
+        let backslashes = b[pos + 1..quote]
+            .iter()
+            .rev()
+            .take_while(|&&c| c == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return Some(quote + 1);
+        }
+        from = quote + 1;
+    }
+}
+
+/// The end of the accepted value at `pos`.
+fn accepted_value_end(b: &[u8], pos: usize) -> Option<usize> {
+    match *b.get(pos)? {
+        b'"' => accepted_string_end(b, pos),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = pos;
+            loop {
+                match *b.get(at)? {
+                    b'"' => {
+                        at = accepted_string_end(b, at)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+        }
+        _ => Some(
+            pos + b[pos..]
+                .iter()
+                .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r'))
+                .unwrap_or(b.len() - pos),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod differential;
 
@@ -843,5 +939,36 @@ mod tests {
         let f = scan_event(r#"{"t\u0079pe":"turn\/end","seq":0,"time":1,"data":{}}"#).unwrap();
         assert!(!f.foreign_key);
         assert!(f.ty.is_some_and(|t| string_is(t, "turn/end")));
+    }
+
+    #[test]
+    fn accepted_member_finds_what_the_validating_scanner_finds() {
+        let texts = [
+            r#"{"type":"x","seq":0,"time":1,"data":{"a":"}","b":["]",{"c":"\""}]},"surfaceOp":"append"}"#,
+            r#"{"data":"\\","type":"x"}"#,
+            r#"{"type":"x","data":"a\\\"b\\\\","seq":1}"#,
+            r#" { "type" : "x" , "d\u0061ta" : [ 1 , -2.5e3 , true , null , { } , [ ] ] , "seq" : 2 } "#,
+            r#"{"type":"x","seq":3,"time":4,"data":12.5}"#,
+            r#"{"type":"x","seq":3,"time":4,"data":null,"sourceEventSeqs":[1,2]}"#,
+            r#"{"type":"x","seq":3,"time":4,"data":{"\"data\"":"data"}}"#,
+            r#"{"type":"x","seq":3,"time":4}"#,
+            r#"{}"#,
+            r#"{"data":"é中😀\u00e9","x":1}"#,
+        ];
+        for text in texts {
+            let members = object_members(text).expect("an object");
+            assert_eq!(
+                accepted_member(text, "data"),
+                member(&members, "data"),
+                "{text}"
+            );
+            assert_eq!(
+                accepted_member(text, "type"),
+                member(&members, "type"),
+                "{text}"
+            );
+        }
+        assert_eq!(accepted_member("[1]", "data"), None);
+        assert_eq!(accepted_member("", "data"), None);
     }
 }

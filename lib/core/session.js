@@ -39,7 +39,7 @@ const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, snapshotEv
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
 
-const { NativeSession } = binding
+const { NativeSession, JsonlReading } = binding
 const { freeze } = Object
 const isArray = Array.isArray
 
@@ -70,6 +70,35 @@ const HANDOVER_SLICE = 2048
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
+}
+
+/**
+ * A JSONL log reaches the native reader in parts, which it copies into pieces
+ * of whole lines and starts reading from the first piece on (see
+ * src/log/resume.rs). A long string is encoded to UTF-8 a part at a time
+ * into one small reused buffer (`encodeInto` costs a fraction of a
+ * whole-string `Buffer.from`, and writes no fresh memory); a lone surrogate
+ * becomes U+FFFD, as `Buffer.from` does, and a part ends on a whole
+ * character.
+ */
+const JSONL_PIECE = 1 << 20
+const utf8Encoder = new TextEncoder()
+let pieceBuffer
+function readPieces(text) {
+  pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
+  const reading = new JsonlReading()
+  for (let at = 0; at < text.length; ) {
+    const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
+    reading.push(pieceBuffer, written)
+    at += read
+  }
+  return reading
+}
+
+function readBytes(bytes) {
+  const reading = new JsonlReading()
+  reading.push(bytes, bytes.length)
+  return reading
 }
 
 class Session {
@@ -227,25 +256,33 @@ class Session {
   }
 
   static fromJsonl(text) {
-    let input = text
-    if (typeof input === 'string') {
-      // V8 encodes a string to UTF-8 faster than napi's string conversion
-      // does; an ASCII-only string (its UTF-8 length is its length) is its
-      // own UTF-8, and copying it as Latin-1 skips the encoder.
-      input = Buffer.byteLength(input, 'utf8') === input.length ? Buffer.from(input, 'latin1') : Buffer.from(input, 'utf8')
+    let reading
+    if (typeof text === 'string') {
+      reading = text.length < JSONL_PIECE ? readBytes(Buffer.from(text, 'utf8')) : readPieces(text)
     } else {
-      if (!(input instanceof Uint8Array)) {
+      if (!(text instanceof Uint8Array)) {
         throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
       }
-      if (!Buffer.isBuffer(input)) input = Buffer.from(input.buffer, input.byteOffset, input.byteLength)
+      reading = readBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
     }
-    const result = NativeSession.fromJsonl(input)
+    // The log is read on native threads; meanwhile this thread parses (and
+    // freezes) the payloads of the events that enter the surface, which the
+    // first derive reads (see src/log/resume.rs).
+    const parsed = new Map()
+    for (let batch = reading.next(); batch !== null; batch = reading.next()) {
+      const flat = JSON.parse(batch.json)
+      const seqs = batch.seqs
+      for (let i = 0; i < seqs.length; i++) parsed.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
+    }
+    const result = reading.finish()
     if (!(result instanceof NativeSession)) {
       const error = fail(result.message, result.code)
       error.line = result.line
       throw error
     }
-    return new Session(INTERNAL, result)
+    const session = new Session(INTERNAL, result)
+    if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
+    return session
   }
 
   get id() {
@@ -308,14 +345,25 @@ class Session {
     return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#payloads.get(seq)
   }
 
-  /** Parse, in one native call, the payloads of the events at `seqs` that JS does not hold yet. */
-  #materialize(seqs) {
+  /**
+   * Parse, in one native call, the payloads of the events at `seqs` that JS
+   * does not hold yet. Given `parsed` (seq -> { type, data }, data frozen,
+   * parsed from the log's texts while it was read: `fromJsonl`), only those
+   * it holds are taken, from there; the others wait for a derive.
+   */
+  #materialize(seqs, parsed) {
     const from = this.#objsFrom
     const payloads = this.#payloads
     const missing = []
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]
-      if (seq < from && !payloads.has(seq)) missing.push(seq)
+      if (seq >= from || payloads.has(seq)) continue
+      if (parsed === undefined) {
+        missing.push(seq)
+      } else {
+        const known = parsed.get(seq)
+        if (known !== undefined) payloads.set(seq, known)
+      }
     }
     if (missing.length === 0) return
     const flat = JSON.parse(this.#native.payloadsJson(Uint32Array.from(missing)))

@@ -3,11 +3,11 @@
 
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use crate::log::{Log, Prepared};
+use crate::log::{Helper, LineError, Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
-use napi::Env;
+use napi::bindgen_prelude::{Buffer, Either, Object, Uint32Array};
 use napi::Result;
+use napi::{Env, JsString};
 use napi_derive::napi;
 use std::sync::mpsc;
 
@@ -130,22 +130,15 @@ impl NativeSession {
     }
 
     /// Parse a whole JSONL log; a failure is returned (not thrown) so the
-    /// caller can attach the line to the error it throws.
+    /// caller can attach the line to the error it throws. A Buffer's bytes
+    /// are the caller's: the log copies them (two halves on two threads).
     #[napi(js_name = "fromJsonl")]
     pub fn from_jsonl(text: Either<String, Buffer>) -> Either<NativeSession, JsonlFailure> {
-        // A string arrives as a Rust copy the log can keep; a Buffer's bytes are the caller's.
-        let bytes = match text {
-            Either::A(s) => s.into_bytes(),
-            Either::B(b) => b.to_vec(),
+        let read = match text {
+            Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e),
+            Either::B(b) => Log::from_jsonl_with(&b, Helper::Awaited),
         };
-        match Log::from_jsonl_vec(bytes).map_err(|(e, _)| e) {
-            Ok(log) => Either::A(NativeSession::from_log(log)),
-            Err(e) => Either::B(JsonlFailure {
-                code: e.error.code().to_string(),
-                message: e.error.to_string(),
-                line: e.line as u32,
-            }),
-        }
+        jsonl_result(read)
     }
 
     #[napi(getter)]
@@ -285,9 +278,16 @@ impl NativeSession {
     }
 
     /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.
-    #[napi(js_name = "payloadsJson")]
-    pub fn payloads_json(&self, seqs: Uint32Array) -> String {
-        self.log.payloads_json(&seqs)
+    /// (An ASCII text is handed over as Latin-1, which V8 copies as it is
+    /// instead of decoding UTF-8.)
+    #[napi(js_name = "payloadsJson", ts_return_type = "string")]
+    pub fn payloads_json<'e>(&self, env: &'e Env, seqs: Uint32Array) -> Result<JsString<'e>> {
+        let json = self.log.payloads_json(&seqs);
+        if json.is_ascii() {
+            env.create_string_latin1(json.as_bytes())
+        } else {
+            env.create_string(&json)
+        }
     }
 
     /// Seq of the latest `request/header` (the header fold), or -1.
@@ -366,5 +366,78 @@ impl NativeSession {
     /// The native log (a store's `flush` copies its texts).
     pub(crate) fn log(&self) -> &Log {
         &self.log
+    }
+}
+
+/// The result of reading a JSONL log, as `fromJsonl` returns it.
+fn jsonl_result(read: std::result::Result<Log, LineError>) -> Either<NativeSession, JsonlFailure> {
+    match read {
+        Ok(log) => Either::A(NativeSession::from_log(log)),
+        Err(e) => Either::B(JsonlFailure {
+            code: e.error.code().to_string(),
+            message: e.error.to_string(),
+            line: e.line as u32,
+        }),
+    }
+}
+
+/// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
+/// encodes a long string to UTF-8 a part at a time into one small buffer,
+/// which costs less than encoding it whole, and pushes each part; a Buffer
+/// is pushed whole) and read on threads of its own from its first piece on:
+/// `next()` gives the payloads of the events that entered the surface, in
+/// batches, as they are folded; `finish()` the session.
+#[napi]
+pub struct JsonlReading {
+    reading: Option<crate::log::JsonlReading>,
+}
+
+#[napi]
+impl JsonlReading {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        JsonlReading {
+            reading: Some(Default::default()),
+        }
+    }
+
+    /// Append `bytes[0..length]` (cut anywhere) to the log; the bytes are
+    /// copied.
+    #[napi]
+    pub fn push(&mut self, bytes: Buffer, length: u32) {
+        if let Some(reading) = self.reading.as_mut() {
+            reading.push(&bytes[..(length as usize).min(bytes.len())]);
+        }
+    }
+
+    /// The next batch of payloads (waiting for it), or null once the read
+    /// is over. (An ASCII batch is handed over as Latin-1, which V8 copies
+    /// as it is instead of decoding UTF-8.)
+    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string } | null")]
+    pub fn next<'e>(&mut self, env: &'e Env) -> Result<Option<Object<'e>>> {
+        let Some(batch) = self.reading.as_mut().and_then(|r| r.next_batch()) else {
+            return Ok(None);
+        };
+        let mut out = Object::new(env)?;
+        out.set("seqs", Uint32Array::new(batch.seqs))?;
+        if batch.json.is_ascii() {
+            out.set("json", env.create_string_latin1(batch.json.as_bytes())?)?;
+        } else {
+            out.set("json", env.create_string(&batch.json)?)?;
+        }
+        Ok(Some(out))
+    }
+
+    /// The session read (waiting for the read), or why it failed.
+    #[napi]
+    pub fn finish(&mut self, env: Env) -> Result<Either<NativeSession, JsonlFailure>> {
+        match self.reading.take() {
+            Some(mut reading) => Ok(jsonl_result(reading.finish())),
+            None => Err(throw(
+                &env,
+                CoreError::InvalidArgument("the JSONL log was already taken".into()),
+            )),
+        }
     }
 }

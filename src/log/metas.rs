@@ -43,6 +43,12 @@ impl Metas {
             }
         });
     }
+    /// Room for `count` more events, exactly (a read that knows its count).
+    pub fn reserve_exact(&mut self, count: usize) {
+        self.times.reserve_exact(count);
+        self.kinds.reserve_exact(count);
+        self.ops.reserve_exact(count);
+    }
     /// Room for `count` more events.
     pub fn reserve(&mut self, count: usize) {
         self.times.reserve(count);

@@ -8,6 +8,8 @@
 //!   compressed once full);
 //! - `metas`: the little kept per event besides its text, in columns;
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
+//! - `resume`: a JSONL log read while it is handed over, handing surface
+//!   payloads back as they are folded (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit) and the hand-over of their texts;
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!
@@ -17,10 +19,13 @@ mod live;
 mod metas;
 mod project;
 mod read;
+mod resume;
 mod texts;
 
 pub use live::live_records;
+pub use read::Helper;
 pub(crate) use read::Part;
+pub use resume::{JsonlReading, PayloadBatch};
 pub use texts::{Text, Texts};
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;

@@ -22,15 +22,13 @@ impl Log {
         out
     }
 
-    /// The payload text of event `seq`.
+    /// The payload text of event `seq` (the log holds accepted texts only).
     pub fn data_of(&self, seq: usize) -> Option<Text<'_>> {
         let text = self.texts.get(seq)?;
-        let data = {
-            let members = crate::scan::object_members(&text)?;
-            crate::scan::member(&members, "data")?
-        };
-        let (start, len) = (data.as_ptr() as usize - text.as_ptr() as usize, data.len());
-        Some(text.narrow_to(start, start + len))
+        let data = crate::scan::accepted_member(&text, "data")?;
+        let start = data.as_ptr() as usize - text.as_ptr() as usize;
+        let end = start + data.len();
+        Some(text.narrow_to(start, end))
     }
 
     /// The type and payload of the events at `seqs`, as one flat JSON array

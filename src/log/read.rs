@@ -10,6 +10,9 @@ use crate::session_header::SessionHeader;
 /// Logs shorter than this are read on one thread.
 pub(super) const PARALLEL_MIN_LINES: usize = 4096;
 
+/// Events two reader threads claim at a time.
+const READ_CHUNK: usize = 512;
+
 /// Event texts to load: a buffer and each event's span in it.
 pub(crate) struct Part<'s> {
     pub text: String,
@@ -18,13 +21,19 @@ pub(crate) struct Part<'s> {
 
 /// Byte ranges of each line of `text` (without `\n` or a trailing `\r`).
 fn line_spans(text: &str) -> Vec<(usize, usize)> {
-    let base = text.as_ptr() as usize;
     let mut spans = Vec::with_capacity(text.len() / 128 + 1);
-    // `split` finds newlines with the standard library's vectorized search.
-    for line in text.split('\n') {
-        let start = line.as_ptr() as usize - base;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        spans.push((start, start + line.len()));
+    // Newlines found with `memchr`'s vectorized search (AVX2 where the CPU
+    // has it: the standard library's `split` searches a word at a time).
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())) {
+        let stop = if end > start && bytes[end - 1] == b'\r' {
+            end - 1
+        } else {
+            end
+        };
+        spans.push((start, stop));
+        start = end + 1;
     }
     if spans.len() > 1
         && spans
@@ -34,6 +43,146 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
         spans.pop();
     }
     spans
+}
+
+/// How a reader's helper thread runs: below the JS thread when the read
+/// runs off it (a store's load, while JS goes on), or at the caller's
+/// priority when the JS thread waits for the read (`fromJsonl`): a helper
+/// at a lower priority there only makes the waiting longer when other
+/// processes compete for the cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Helper {
+    Background,
+    Awaited,
+}
+
+impl Helper {
+    fn start(self) {
+        if self == Helper::Background {
+            lower_priority();
+        }
+    }
+}
+
+/// Logs at least this long are copied and split into lines on two threads.
+const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// A piece of a JSONL log: the caller's bytes (copied into the log) or a
+/// buffer the log keeps.
+pub(crate) enum Piece<'a> {
+    Copy(&'a [u8]),
+    Keep(Vec<u8>),
+}
+
+impl Piece<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Copy(b) => b.len(),
+            Piece::Keep(v) => v.len(),
+        }
+    }
+}
+
+/// What a read tells of each event once folded: the log so far, the
+/// event's index and its payload text.
+pub(crate) type Observe<'o> = Option<&'o mut dyn FnMut(&Log, usize, &str)>;
+
+/// A piece as the log's text and its lines' spans, or the 1-based line,
+/// within the piece, of its first invalid UTF-8.
+pub(super) type Prepared = Result<(String, Vec<(usize, usize)>), usize>;
+
+pub(super) fn prepare(piece: Piece<'_>) -> Prepared {
+    let bytes = match piece {
+        Piece::Copy(b) => b.to_vec(),
+        Piece::Keep(v) => v,
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => {
+            let spans = line_spans(&text);
+            Ok((text, spans))
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            Err(newlines(&e.as_bytes()[..at]) + 1)
+        }
+    }
+}
+
+/// `prepare` of each piece, on two threads when the pieces are long (the
+/// helper takes the pieces after the first half of the bytes).
+pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepared> {
+    let total: usize = pieces.iter().map(Piece::len).sum();
+    if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
+        // The helper takes the pieces after the first half of the bytes.
+        let (mut at, mut bytes) = (0, 0);
+        while at < pieces.len() && bytes < total / 2 {
+            bytes += pieces[at].len();
+            at += 1;
+        }
+        let mut pieces = pieces;
+        let later = pieces.split_off(at.max(1));
+        std::thread::scope(|scope| {
+            let thread = scope.spawn(|| {
+                helper.start();
+                later.into_iter().map(prepare).collect::<Vec<_>>()
+            });
+            let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
+            match thread.join() {
+                Ok(rest) => first.extend(rest),
+                // A panicking helper is a bug; its pieces are gone, so
+                // the log reads as corrupt rather than short.
+                Err(_) => first.push(Err(1)),
+            }
+            first
+        })
+    } else {
+        pieces.into_iter().map(prepare).collect()
+    }
+}
+
+/// The session header of a JSONL log from its first line (`None`: the log
+/// has no line).
+pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, LineError> {
+    match line {
+        Some(line) if !line.trim().is_empty() => SessionHeader::from_line(line),
+        _ => Err(CoreError::CorruptLog(
+            "empty or header-less session log".into(),
+        )),
+    }
+    .map_err(|error| LineError { error, line: 1 })
+}
+
+/// The error of the JSONL log event at `index` (on line `index + 2`) that
+/// failed (`None`: unparsable).
+pub(super) fn event_error(index: usize, err: Option<CoreError>) -> LineError {
+    let line = index + 2;
+    let error = err.unwrap_or_else(|| {
+        CoreError::CorruptLog(format!(
+            "corrupt session log: unparsable event at line {line}"
+        ))
+    });
+    LineError { error, line }
+}
+
+pub(super) fn newlines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+}
+
+pub(super) fn invalid_utf8(line: usize) -> LineError {
+    LineError {
+        error: CoreError::CorruptLog(format!("corrupt session log: invalid UTF-8 at line {line}")),
+        line,
+    }
+}
+
+/// `bytes` cut after the first newline at or past the middle, when long.
+fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    if bytes.len() < PARALLEL_MIN_BYTES {
+        return None;
+    }
+    let mid = bytes.len() / 2;
+    let i = memchr::memchr(b'\n', &bytes[mid..])?;
+    Some(bytes.split_at(mid + i + 1))
 }
 
 impl Log {
@@ -57,10 +206,20 @@ impl Log {
     }
 
     /// Parse a whole v0 JSONL log: header line, then one event per line.
-    /// Lines are read (validated, split into fields) on two threads; the
-    /// surface fold then runs over them in order.
+    /// The caller's bytes are copied into the log's own buffers, two halves
+    /// on two threads when the log is long; the lines are then read
+    /// (validated, split into fields) on two threads and folded in order.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
-        Log::from_jsonl_vec(bytes.to_vec()).map_err(|(e, _)| e)
+        Log::from_jsonl_with(bytes, Helper::Background)
+    }
+
+    /// `from_jsonl`, its helper thread run as `helper` says.
+    pub fn from_jsonl_with(bytes: &[u8], helper: Helper) -> Result<Log, LineError> {
+        let pieces = match halves(bytes) {
+            Some((a, b)) => vec![Piece::Copy(a), Piece::Copy(b)],
+            None => vec![Piece::Copy(bytes)],
+        };
+        Log::from_jsonl_pieces(pieces, helper, None)
     }
 
     /// `from_jsonl` of a buffer the log may keep (no copy of the text);
@@ -71,69 +230,120 @@ impl Log {
             Err(e) => {
                 let at = e.utf8_error().valid_up_to();
                 let bytes = e.into_bytes();
-                let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-                let error = CoreError::CorruptLog(format!(
-                    "corrupt session log: invalid UTF-8 at line {line}"
-                ));
-                return Err((LineError { error, line }, bytes));
+                return Err((invalid_utf8(newlines(&bytes[..at]) + 1), bytes));
             }
         };
         let spans = line_spans(&text);
-        let header = match spans
-            .first()
-            .filter(|&&(s, e)| !text[s..e].trim().is_empty())
-        {
-            None => Err(CoreError::CorruptLog(
-                "empty or header-less session log".into(),
-            )),
-            Some(&(hs, he)) => SessionHeader::from_line(&text[hs..he]),
-        };
-        let header = match header {
-            Ok(header) => header,
-            Err(error) => return Err((LineError { error, line: 1 }, text.into_bytes())),
-        };
-        // Events: every line after the header; blank lines are allowed only at the end.
-        let mut events = &spans[1..];
-        while events
-            .last()
-            .is_some_and(|&(s, e)| text[s..e].trim().is_empty())
-        {
-            events = &events[..events.len() - 1];
-        }
-        let parts = vec![Part {
-            text,
-            spans: events,
-        }];
-        Log::from_parts(header, parts, &|_, _, _, _| true).map_err(|(index, err, texts)| {
-            let line = index + 2;
-            let error = err.unwrap_or_else(|| {
-                CoreError::CorruptLog(format!(
-                    "corrupt session log: unparsable event at line {line}"
-                ))
-            });
-            let text = texts.into_iter().next().unwrap_or_default();
-            (LineError { error, line }, text.into_bytes())
-        })
+        Log::from_jsonl_lines(vec![(text, spans)], Helper::Background, None).map_err(
+            |(e, texts)| {
+                let text = texts.into_iter().next().unwrap_or_default();
+                (e, text.into_bytes())
+            },
+        )
     }
 
-    /// A log of the events at the spans of `parts` (each part's spans are
-    /// offsets into its own text; the parts' events follow one another):
-    /// each is read (validated, split into fields) and passed to `verify`
-    /// (part, its text, index in the part, event), on two threads when
-    /// there are many; the surface fold then runs over them in order. The
-    /// log keeps the parts' texts as they are (nothing is copied). The
-    /// error names the index of the first event that failed (`None`:
-    /// unparsable, or refused by `verify`) and gives the texts back.
-    pub(crate) fn from_parts(
-        header: SessionHeader,
-        parts: Vec<Part<'_>>,
+    /// `from_jsonl` of a log in pieces of whole lines (every piece but the
+    /// last ends with a newline): each piece is copied or kept, checked as
+    /// UTF-8 and split into lines, on two threads when the log is long.
+    pub(crate) fn from_jsonl_pieces(
+        pieces: Vec<Piece<'_>>,
+        helper: Helper,
+        observe: Observe<'_>,
+    ) -> Result<Log, LineError> {
+        let prepared = prepare_all(pieces, helper);
+        // The first invalid UTF-8 wins over every other defect.
+        let mut lines = 0;
+        let mut texts = Vec::with_capacity(prepared.len());
+        for piece in prepared {
+            match piece {
+                Ok((text, spans)) => {
+                    // A piece before the last ends with a newline: it has a
+                    // span per newline.
+                    lines += spans.len();
+                    texts.push((text, spans));
+                }
+                Err(line) => return Err(invalid_utf8(lines + line)),
+            }
+        }
+        Log::from_jsonl_lines(texts, helper, observe).map_err(|(e, _)| e)
+    }
+
+    /// A log of the lines of `pieces` (each piece's text and the spans of
+    /// its lines; every piece but the last ends with a newline): the header
+    /// line, then one event per line, blank lines allowed only at the end.
+    /// The texts come back with the error.
+    fn from_jsonl_lines(
+        pieces: Vec<(String, Vec<(usize, usize)>)>,
+        helper: Helper,
+        observe: Observe<'_>,
+    ) -> Result<Log, (LineError, Vec<String>)> {
+        let texts_of = |pieces: Vec<(String, Vec<(usize, usize)>)>| {
+            pieces.into_iter().map(|(t, _)| t).collect::<Vec<_>>()
+        };
+        // An empty piece holds no line (a lone empty log has one empty line).
+        let pieces: Vec<_> = if pieces.iter().all(|(t, _)| t.is_empty()) {
+            pieces.into_iter().take(1).collect()
+        } else {
+            pieces.into_iter().filter(|(t, _)| !t.is_empty()).collect()
+        };
+        let blank = |(text, spans): &(String, Vec<(usize, usize)>), i: usize| {
+            let (s, e) = spans[i];
+            text[s..e].trim().is_empty()
+        };
+        let first = pieces
+            .first()
+            .and_then(|(text, spans)| spans.first().map(|&(s, e)| &text[s..e]));
+        let header = match read_header(first) {
+            Ok(header) => header,
+            Err(error) => return Err((error, texts_of(pieces))),
+        };
+        // Events: every line after the header; blank lines are allowed only at the end.
+        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            let from = usize::from(k == 0);
+            while ends[k] > from {
+                if !blank(&pieces[k], ends[k] - 1) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
+            }
+        }
+        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
+        let parts = texts
+            .into_iter()
+            .zip(&spans)
+            .enumerate()
+            .map(|(k, (text, spans))| Part {
+                text,
+                spans: &spans[usize::from(k == 0)..ends[k].max(usize::from(k == 0))],
+            })
+            .collect();
+        Log::from_parts_with(header, parts, &|_, _, _, _| true, helper, observe)
+            .map_err(|(index, err, texts)| (event_error(index, err), texts))
+    }
+
+    /// Read the events of `parts` (the first at index `first_index`, the
+    /// first part's text at byte `first_byte` of the log's texts) and fold
+    /// them into this log in order: on two threads when there are many, this
+    /// one reading and folding units from the front while a helper reads
+    /// units from the back; they meet wherever their speeds put them
+    /// (another process may hold a core), then this thread folds what the
+    /// helper read. The error names the index of the first event that
+    /// failed (`None`: unparsable, or refused by `verify`).
+    pub(super) fn fold_parts(
+        &mut self,
+        parts: &[Part<'_>],
+        first_index: usize,
+        first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        helper: Helper,
+        observe: &mut Observe<'_>,
+    ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
         let mut firsts = Vec::with_capacity(parts.len());
         let mut bases = Vec::with_capacity(parts.len());
-        let (mut count, mut bytes) = (0, 0);
-        for part in &parts {
+        let (mut count, mut bytes) = (first_index, first_byte);
+        for part in parts {
             firsts.push(count);
             bases.push(bytes);
             count += part.spans.len();
@@ -151,48 +361,86 @@ impl Log {
                 }
             })
         };
-        // Units of work: whole parts, or the halves of a lone long part.
+        // Units of work: runs of up to READ_CHUNK events of one part, in order.
         let mut units: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
         for (k, part) in parts.iter().enumerate() {
             let n = part.spans.len();
-            if parts.len() == 1 && n >= PARALLEL_MIN_LINES {
-                units.push((k, 0..n / 2));
-                units.push((k, n / 2..n));
-            } else if n > 0 {
-                units.push((k, 0..n));
+            for from in (0..n).step_by(READ_CHUNK) {
+                units.push((k, from..(from + READ_CHUNK).min(n)));
             }
         }
-        let read_unit = |(k, range): &(usize, std::ops::Range<usize>)| -> Vec<_> {
-            range.clone().map(|i| read(*k, i)).collect()
-        };
-        // The fold records spans only; the log takes the texts after it.
-        let mut log = Log::new(header);
+        let log = self;
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
+            let data = r.as_ref().map_or("", |e| e.data);
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
-                .map_err(|err| (index, err))
+                .map_err(|err| (index, err))?;
+            if let Some(observe) = observe.as_mut() {
+                observe(log, index, data);
+            }
+            Ok(())
         };
-        let folded = if units.len() > 1 && count >= PARALLEL_MIN_LINES {
-            // A helper reads the later units while this thread reads and
-            // folds the first (the fold is in order), then folds the rest.
-            let (first, later) = units.split_at(1);
+        if count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
+            // This thread reads and folds units from the front (the fold is
+            // in order) while a helper reads units from the back; they meet
+            // wherever their speeds put them (another process may hold a
+            // core), then this thread folds what the helper read.
+            let ends = std::sync::Mutex::new((0, units.len()));
+            let claim = |front: bool| {
+                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+                if ends.0 >= ends.1 {
+                    None
+                } else if front {
+                    ends.0 += 1;
+                    Some(ends.0 - 1)
+                } else {
+                    ends.1 -= 1;
+                    Some(ends.1)
+                }
+            };
+            let stop = || {
+                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+                ends.1 = ends.0;
+            };
             std::thread::scope(|scope| {
-                let helper = scope.spawn(|| {
-                    lower_priority();
-                    later.iter().map(read_unit).collect::<Vec<_>>()
+                let thread = scope.spawn(|| {
+                    helper.start();
+                    let mut read_units = Vec::new();
+                    while let Some(u) = claim(false) {
+                        let (k, range) = &units[u];
+                        read_units.push(range.clone().map(|i| read(*k, i)).collect::<Vec<_>>());
+                    }
+                    read_units
                 });
-                let (k, range) = &first[0];
-                let done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
-                // Joined whatever the first unit gave: a panicking reader is
-                // a bug, and the rest is then read here instead.
-                let rest = helper
-                    .join()
-                    .unwrap_or_else(|_| later.iter().map(read_unit).collect());
+                let mut done = Ok(());
+                let mut next = 0;
+                while let Some(u) = claim(true) {
+                    let (k, range) = &units[u];
+                    done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
+                    next = u + 1;
+                    if done.is_err() {
+                        stop();
+                        break;
+                    }
+                }
+                // A panicking reader is a bug; what it took is then read here.
+                let rest = thread.join().ok();
                 done?;
-                for ((k, range), reads) in later.iter().zip(rest) {
-                    for (i, r) in range.clone().zip(reads) {
-                        fold(*k, i, r)?;
+                match rest {
+                    Some(rest) => {
+                        // The helper read units `next..` from the back.
+                        for (u, reads) in (next..units.len()).zip(rest.into_iter().rev()) {
+                            let (k, range) = &units[u];
+                            for (i, r) in range.clone().zip(reads) {
+                                fold(*k, i, r)?;
+                            }
+                        }
+                    }
+                    None => {
+                        for (k, range) in &units[next..] {
+                            range.clone().try_for_each(|i| fold(*k, i, read(*k, i)))?;
+                        }
                     }
                 }
                 Ok(())
@@ -201,12 +449,251 @@ impl Log {
             units
                 .iter()
                 .try_for_each(|(k, range)| range.clone().try_for_each(|i| fold(*k, i, read(*k, i))))
-        };
+        }
+    }
+
+    /// A log of the events at the spans of `parts` (each part's spans are
+    /// offsets into its own text; the parts' events follow one another):
+    /// each is read (validated, split into fields) and passed to `verify`
+    /// (part, its text, index in the part, event), on two threads when
+    /// there are many; the surface fold then runs over them in order. The
+    /// log keeps the parts' texts as they are (nothing is copied). The
+    /// error names the index of the first event that failed (`None`:
+    /// unparsable, or refused by `verify`) and gives the texts back.
+    pub(crate) fn from_parts(
+        header: SessionHeader,
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        Log::from_parts_with(header, parts, verify, Helper::Background, None)
+    }
+
+    /// `from_parts`, its helper thread run as `helper` says, `observe`
+    /// told of each event once it is folded.
+    fn from_parts_with(
+        header: SessionHeader,
+        parts: Vec<Part<'_>>,
+        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+        helper: Helper,
+        mut observe: Observe<'_>,
+    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
+        let count = parts.iter().map(|p| p.spans.len()).sum();
+        // The fold records spans only; the log takes the texts after it.
+        let mut log = Log::new(header);
+        log.metas.reserve_exact(count);
+        log.texts.reserve(count);
+        let folded = log.fold_parts(&parts, 0, 0, verify, helper, &mut observe);
         let texts: Vec<String> = parts.into_iter().map(|p| p.text).collect();
         if let Err((index, err)) = folded {
             return Err((index, err, texts));
         }
         log.texts.adopt_buffers(texts);
         Ok(log)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+
+    /// A log of `n` events: turns of a user message (with multi-byte
+    /// characters: 2, 3 and 4 bytes) and an assistant message, some lines
+    /// ending in CRLF.
+    fn log_text(n: usize) -> String {
+        let mut out = format!("{HEADER}\n");
+        for seq in 0..n {
+            let line = match seq % 4 {
+                0 => format!(
+                    r#"{{"type":"turn/start","seq":{seq},"time":1,"data":{{"turn":{seq}}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"é中😀 \" \\ {seq}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+                ),
+                2 => format!(
+                    r#"{{"type":"assistant/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"ok {seq}"}}],"provenance":{{"provider":"p","model":"m"}}}},"surfaceOp":"append"}}"#
+                ),
+                _ => {
+                    format!(r#"{{"type":"turn/end","seq":{seq},"time":1,"data":{{"turn":{seq}}}}}"#)
+                }
+            };
+            out.push_str(&line);
+            out.push_str(if seq % 7 == 3 { "\r\n" } else { "\n" });
+        }
+        out
+    }
+
+    /// What reading `bytes` gives: the log's JSONL and surface, or the error.
+    fn outcome(read: Result<Log, LineError>) -> Result<(String, Vec<u64>), (usize, String)> {
+        read.map(|log| (log.to_jsonl(), log.surface().nodes()))
+            .map_err(|e| (e.line, e.error.to_string()))
+    }
+
+    /// `bytes` pushed `step` bytes at a time into a reading cut in pieces of
+    /// about `piece` bytes, and read.
+    fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, LineError> {
+        let mut reading = super::super::resume::JsonlReading::with_piece_bytes(piece);
+        for part in bytes.chunks(step) {
+            reading.push(part);
+        }
+        while reading.next_batch().is_some() {}
+        reading.finish()
+    }
+
+    fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, LineError> {
+        Log::from_jsonl_pieces(
+            pieces.into_iter().map(Piece::Keep).collect(),
+            Helper::Awaited,
+            None,
+        )
+    }
+
+    /// Logs that read, and logs with a defect on a line after the first cuts.
+    fn cases() -> Vec<Vec<u8>> {
+        cases_with_defects()
+            .into_iter()
+            .map(|(bytes, _)| bytes)
+            .collect()
+    }
+
+    /// The line of a log's defect and a fragment of its message.
+    type Defect = Option<(usize, &'static str)>;
+
+    /// `cases()`, each with its defect.
+    fn cases_with_defects() -> Vec<(Vec<u8>, Defect)> {
+        let good = log_text(60);
+        let header_less = Some((1, "empty or header-less session log"));
+        let mut cases = vec![
+            (good.clone().into_bytes(), None),
+            (format!("{good}\n\r\n  \n").into_bytes(), None),
+            (HEADER.as_bytes().to_vec(), None),
+            (format!("{HEADER}\n").into_bytes(), None),
+            (Vec::new(), header_less),
+            (b"\n".to_vec(), header_less),
+        ];
+        let lines: Vec<&str> = good.split_inclusive('\n').collect();
+        for at in [5, 40, 59] {
+            // A torn line, a blank line, and invalid UTF-8 on line `at + 1`.
+            let with = |line: &[u8]| {
+                let mut out = lines[..at].concat().into_bytes();
+                out.extend_from_slice(line);
+                out.extend_from_slice(lines[at + 1..].concat().as_bytes());
+                out
+            };
+            let line = at + 1;
+            cases.push((
+                with(&lines[at].as_bytes()[..lines[at].len() / 2]),
+                Some((line, "corrupt session log")),
+            ));
+            cases.push((with(b"\n"), Some((line, "unparsable event"))));
+            let mut bad = lines[at].as_bytes().to_vec();
+            bad[20] = 0xff;
+            cases.push((with(&bad), Some((line, "invalid UTF-8"))));
+        }
+        cases
+    }
+
+    #[test]
+    fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
+        for (bytes, defect) in cases_with_defects() {
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            match (&whole, defect) {
+                (Ok(_), None) => {}
+                (Err((line, message)), Some((at, fragment))) => {
+                    assert_eq!(*line, at, "{message}");
+                    assert!(message.contains(fragment), "{message}");
+                }
+                _ => panic!("unexpected {whole:?} (expected {defect:?})"),
+            }
+            for step in [1, 2, 3, 5, 64, 1000] {
+                for piece in [1, 7, 200, 1 << 20] {
+                    let read = outcome(read_pushed(&bytes, step, piece));
+                    assert_eq!(read, whole, "step {step} piece {piece}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_copied_log_reads_as_a_kept_one_and_its_halves_keep_characters_whole() {
+        let long = log_text(20_000).into_bytes();
+        assert!(long.len() >= PARALLEL_MIN_BYTES);
+        let (a, b) = halves(&long).expect("a long log is cut in two");
+        assert!(a.ends_with(b"\n"));
+        assert!(std::str::from_utf8(a).is_ok() && std::str::from_utf8(b).is_ok());
+        assert_eq!([a, b].concat(), long);
+        let mut cases = cases();
+        let mut bad = long.clone();
+        let at = bad.len() - 300;
+        bad[at] = b'{';
+        cases.extend([long, bad]);
+        for bytes in cases {
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
+            assert_eq!(
+                outcome(Log::from_jsonl_with(&bytes, Helper::Awaited)),
+                whole
+            );
+            let copied = match halves(&bytes) {
+                Some((a, b)) => vec![a.to_vec(), b.to_vec()],
+                None => vec![bytes.clone()],
+            };
+            assert_eq!(outcome(read_pieces(copied)), whole);
+        }
+    }
+
+    #[test]
+    fn two_readers_name_the_first_defect_wherever_they_meet() {
+        let text = log_text(PARALLEL_MIN_LINES + 900);
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        for at in [
+            1,
+            2,
+            READ_CHUNK,
+            lines.len() / 2,
+            lines.len() - 2,
+            lines.len() - 1,
+        ] {
+            let mut torn = lines.clone();
+            torn[at] = "{\n";
+            let err = Log::from_jsonl(torn.concat().as_bytes())
+                .err()
+                .map(|e| e.line);
+            assert_eq!(err, Some(at + 1), "defect on line {}", at + 1);
+            // Read while pushed: some pieces as they come, the rest on two threads.
+            let pushed = read_pushed(torn.concat().as_bytes(), 100_000, 1 << 16);
+            assert_eq!(pushed.err().map(|e| e.line), Some(at + 1));
+            // A second defect later is not the one named.
+            if at + 5 < lines.len() {
+                torn[at + 5] = "[\n";
+                let err = Log::from_jsonl(torn.concat().as_bytes())
+                    .err()
+                    .map(|e| e.line);
+                assert_eq!(err, Some(at + 1));
+            }
+        }
+        let log = Log::from_jsonl(text.as_bytes()).map_err(|e| e.line);
+        assert_eq!(log.map(|l| l.len()), Ok(PARALLEL_MIN_LINES + 900));
+        let whole = outcome(Log::from_jsonl(text.as_bytes()));
+        for (step, piece) in [(100_000, 1 << 16), (7_000, 1 << 20), (1 << 20, 3_000)] {
+            assert_eq!(outcome(read_pushed(text.as_bytes(), step, piece)), whole);
+        }
+    }
+
+    #[test]
+    fn line_spans_strip_one_carriage_return_and_drop_the_last_empty_line() {
+        let spans = |t: &str| -> Vec<String> {
+            line_spans(t)
+                .iter()
+                .map(|&(s, e)| t[s..e].to_string())
+                .collect()
+        };
+        assert_eq!(spans("a\r\nb\n"), vec!["a", "b"]);
+        assert_eq!(spans("a\r\r\n\r\nb"), vec!["a\r", "", "b"]);
+        assert_eq!(spans(""), vec![""]);
+        assert_eq!(spans("\n"), vec![""]);
+        assert_eq!(spans("\n\n"), vec!["", ""]);
+        assert_eq!(spans("x\r"), vec!["x"]);
     }
 }

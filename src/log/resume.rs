@@ -1,0 +1,600 @@
+//! Resuming a JSONL log (`Session.fromJsonl`) while it is still being
+//! handed over, and while JS parses its surface payloads: the bytes JS
+//! pushes are cut into pieces of whole lines, a reading thread reads and
+//! folds each piece as it comes (the pieces still waiting when the pushing
+//! ends are read on two threads), and each event that enters the surface has
+//! its payload text handed back (in batches) as soon as it is folded, so the
+//! JS thread parses what the first `deriveMessages()` needs while the rest
+//! of the log is still being read.
+//!
+//! The hand-over is speculative: a later `replace` may take a node off the
+//! surface, and its parsed payload is then dropped. So that a log whose
+//! surface was compacted many times does not cost a parse of every payload
+//! it ever had, the hand-over stops once it has sent more than twice the
+//! nodes the surface holds (plus `SPECULATION_SLACK`); the first derive
+//! reads the rest from the log as it would without it.
+
+use super::read::{
+    event_error, invalid_utf8, prepare, prepare_all, read_header, Observe, Part, Piece,
+};
+use super::{Helper, LineError, Log, TextRef};
+use crate::event::read_event;
+use crate::surface::SurfaceOp;
+use std::collections::VecDeque;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+/// Payload text a batch gathers before it is handed over (below V8's
+/// large-object size and glibc's mmap threshold, so neither side maps fresh
+/// pages per batch).
+const BATCH_BYTES: usize = 60 << 10;
+
+/// Nodes handed over beyond twice the surface's before the hand-over stops.
+const SPECULATION_SLACK: usize = 1024;
+
+/// Bytes after which what was pushed is cut (after its last newline) into a
+/// piece for the reading thread. A log shorter than one piece is read at
+/// once when the pushing ends, on the calling thread, and hands nothing over
+/// (a thread costs more than the overlap gains there).
+const PIECE_BYTES: usize = 1 << 20;
+
+/// Payloads of events that entered the surface: their seqs, and one JSON
+/// array `[type, data, type, data, ...]` (the form `payloads_json` gives).
+#[derive(Debug, Default, PartialEq)]
+pub struct PayloadBatch {
+    pub seqs: Vec<u32>,
+    pub json: String,
+}
+
+/// A JSONL log handed over in parts cut anywhere and read, from its first
+/// piece on, by a thread of its own (see the module comment).
+pub struct JsonlReading {
+    /// Bytes pushed since the last piece.
+    current: Vec<u8>,
+    piece_bytes: usize,
+    /// Pieces for the reading thread, until the pushing ends.
+    pieces: Option<mpsc::Sender<Vec<u8>>>,
+    /// The pushing ended (`next_batch` or `finish` was called).
+    ended: bool,
+    batches: Option<mpsc::Receiver<PayloadBatch>>,
+    state: State,
+}
+
+enum State {
+    Pushing,
+    Reading(JoinHandle<Result<Log, LineError>>),
+    Read(Box<Result<Log, LineError>>),
+    Finished,
+}
+
+impl Default for JsonlReading {
+    fn default() -> Self {
+        JsonlReading::with_piece_bytes(PIECE_BYTES)
+    }
+}
+
+impl JsonlReading {
+    /// A reading whose pieces are `piece_bytes` long (`PIECE_BYTES`; tests
+    /// cut small logs).
+    pub(super) fn with_piece_bytes(piece_bytes: usize) -> JsonlReading {
+        JsonlReading {
+            current: Vec::new(),
+            piece_bytes,
+            pieces: None,
+            ended: false,
+            batches: None,
+            state: State::Pushing,
+        }
+    }
+
+    /// Read the caller's bytes (`push` of all of them, then the end).
+    pub fn of_bytes(bytes: &[u8]) -> JsonlReading {
+        let mut reading = JsonlReading::default();
+        reading.push(bytes);
+        reading.end();
+        reading
+    }
+
+    /// Append the next bytes of the log (cut anywhere). They are copied into
+    /// pieces of whole lines; each full piece goes to the reading thread,
+    /// which starts with the first.
+    pub fn push(&mut self, bytes: &[u8]) {
+        if self.ended {
+            return;
+        }
+        for part in bytes.chunks(self.piece_bytes) {
+            if self.current.capacity() == 0 {
+                self.current.reserve_exact(self.piece_bytes + part.len());
+            }
+            self.current.extend_from_slice(part);
+            if self.current.len() < self.piece_bytes {
+                continue;
+            }
+            if let Some(i) = memchr::memrchr(b'\n', &self.current) {
+                // What follows the last newline starts the next piece.
+                let mut next = Vec::with_capacity(self.piece_bytes + part.len());
+                next.extend_from_slice(&self.current[i + 1..]);
+                self.current.truncate(i + 1);
+                let piece = std::mem::replace(&mut self.current, next);
+                self.send(piece);
+            }
+        }
+    }
+
+    /// Send a piece to the reading thread, started with the first.
+    fn send(&mut self, piece: Vec<u8>) {
+        let pieces = self.pieces.get_or_insert_with(|| {
+            let (pieces, received) = mpsc::channel();
+            let (send, batches) = mpsc::channel();
+            self.batches = Some(batches);
+            self.state = State::Reading(std::thread::spawn(move || read(received, send)));
+            pieces
+        });
+        // A reading thread that is gone has failed: `finish` reports how.
+        let _ = pieces.send(piece);
+    }
+
+    /// The end of the log: the last piece goes to the reading thread, or the
+    /// whole log (shorter than one piece) is read now.
+    fn end(&mut self) {
+        if std::mem::replace(&mut self.ended, true) {
+            return;
+        }
+        let last = std::mem::take(&mut self.current);
+        if self.pieces.is_none() {
+            let read = Log::from_jsonl_pieces(vec![Piece::Keep(last)], Helper::Awaited, None);
+            self.state = State::Read(Box::new(read));
+            return;
+        }
+        if !last.is_empty() {
+            self.send(last);
+        }
+        self.pieces = None;
+    }
+
+    /// The next batch of payloads, waiting for it; `None` once the read is
+    /// over (then `finish` does not wait). The pushing ends here. A failed
+    /// read may have handed over payloads before it failed.
+    pub fn next_batch(&mut self) -> Option<PayloadBatch> {
+        self.end();
+        self.batches.as_ref()?.recv().ok()
+    }
+
+    /// The log, once read (waiting for the reading thread). The pushing
+    /// ends here.
+    pub fn finish(&mut self) -> Result<Log, LineError> {
+        self.end();
+        let failed = |what: &str| LineError {
+            error: crate::error::CoreError::InvalidArgument(what.into()),
+            line: 0,
+        };
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::Reading(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(failed("the JSONL reading thread failed"))),
+            State::Read(read) => *read,
+            State::Pushing | State::Finished => Err(failed("the JSONL log was already taken")),
+        }
+    }
+}
+
+/// The reading thread: each piece, as it comes, is checked as UTF-8, split
+/// into lines and its events read and folded, while more are pushed; once
+/// the pushing ends, the pieces still waiting are read on two threads. The
+/// payloads of the events that enter the surface go to `send` in batches.
+fn read(
+    pieces: mpsc::Receiver<Vec<u8>>,
+    send: mpsc::Sender<PayloadBatch>,
+) -> Result<Log, LineError> {
+    let mut handing = Handing::new(send);
+    let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
+    let mut stream = Stream::default();
+    let mut waiting = VecDeque::new();
+    loop {
+        // What is already pushed waits; the last piece ends the stream.
+        let ended = loop {
+            match pieces.try_recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(mpsc::TryRecvError::Empty) => break false,
+                Err(mpsc::TryRecvError::Disconnected) => break true,
+            }
+        };
+        if ended {
+            break;
+        }
+        match waiting.pop_front() {
+            Some(piece) => stream.piece(prepare(Piece::Keep(piece)), &mut Some(&mut observe)),
+            None => match pieces.recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(_) => break,
+            },
+        }
+    }
+    let rest = prepare_all(
+        waiting.into_iter().map(Piece::Keep).collect(),
+        Helper::Awaited,
+    );
+    let read = stream.finish(rest, &mut Some(&mut observe));
+    if read.is_ok() {
+        handing.flush();
+    }
+    read
+}
+
+/// What the reading thread has read so far.
+#[derive(Default)]
+struct Stream {
+    /// Each piece's text, in order.
+    texts: Vec<String>,
+    /// Lines and bytes in `texts`.
+    lines: usize,
+    bytes: usize,
+    /// The line of the first invalid UTF-8 (it wins over every other defect).
+    invalid_utf8: Option<usize>,
+    /// The first other defect.
+    failed: Option<LineError>,
+    /// The log, once its header is read.
+    log: Option<Log>,
+    /// Whether the header line was read.
+    header_read: bool,
+    /// The index of the first of the blank lines just read (allowed only at
+    /// the end of the log).
+    blank: Option<usize>,
+    /// The index of the next event.
+    next: usize,
+}
+
+impl Stream {
+    /// Read and fold a piece's events, in order, on this thread.
+    fn piece(&mut self, piece: super::read::Prepared, observe: &mut Observe<'_>) {
+        let (text, spans) = match piece {
+            Ok(piece) => piece,
+            Err(line) => {
+                self.invalid_utf8.get_or_insert(self.lines + line);
+                return;
+            }
+        };
+        if self.invalid_utf8.is_none() && self.failed.is_none() {
+            if let Err(error) = self.fold(&text, &spans, observe) {
+                self.failed = Some(error);
+            }
+        }
+        self.lines += spans.len();
+        self.bytes += text.len();
+        self.texts.push(text);
+    }
+
+    fn fold(
+        &mut self,
+        text: &str,
+        spans: &[(usize, usize)],
+        observe: &mut Observe<'_>,
+    ) -> Result<(), LineError> {
+        let mut spans = spans;
+        if !self.header_read {
+            self.header_read = true;
+            let first = spans.first().map(|&(s, e)| &text[s..e]);
+            self.log = Some(Log::new(read_header(first)?));
+            spans = spans.get(1..).unwrap_or_default();
+        }
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        for &(s, e) in spans {
+            let line = &text[s..e];
+            let index = self.next;
+            self.next += 1;
+            if line.trim().is_empty() {
+                self.blank.get_or_insert(index);
+                continue;
+            }
+            if let Some(blank) = self.blank {
+                return Err(event_error(blank, None));
+            }
+            let read = read_event(line, index);
+            let data = read.as_ref().map_or("", |e| e.data);
+            let at = TextRef::Span(self.bytes + s, self.bytes + e);
+            log.accept_read(read, index, at)
+                .map_err(|err| event_error(index, err))?;
+            if let Some(observe) = observe.as_mut() {
+                observe(log, index, data);
+            }
+        }
+        Ok(())
+    }
+
+    /// The log, once the pieces that waited (`rest`, prepared) are read too.
+    fn finish(
+        mut self,
+        rest: Vec<super::read::Prepared>,
+        observe: &mut Observe<'_>,
+    ) -> Result<Log, LineError> {
+        let mut pieces = Vec::with_capacity(rest.len());
+        for piece in rest {
+            match piece {
+                Ok((text, spans)) => {
+                    if self.invalid_utf8.is_none() {
+                        pieces.push((text, spans));
+                    }
+                }
+                Err(line) => {
+                    let lines = self.lines
+                        + pieces
+                            .iter()
+                            .map(|(_, s): &(String, Vec<_>)| s.len())
+                            .sum::<usize>();
+                    self.invalid_utf8.get_or_insert(lines + line);
+                }
+            }
+        }
+        if let Some(line) = self.invalid_utf8 {
+            return Err(invalid_utf8(line));
+        }
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
+        if !self.header_read {
+            // Nothing was read yet: the header is the first line that waited.
+            self.header_read = true;
+            let first = pieces
+                .iter()
+                .find(|(t, _)| !t.is_empty())
+                .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
+            self.log = Some(Log::new(read_header(first)?));
+            if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
+                spans.remove(0);
+            }
+        }
+        // Blank lines are allowed only at the end.
+        let blank = |text: &str, (s, e): (usize, usize)| text[s..e].trim().is_empty();
+        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            while ends[k] > 0 {
+                if !blank(&pieces[k].0, pieces[k].1[ends[k] - 1]) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
+            }
+        }
+        let events: usize = ends.iter().sum();
+        if let (Some(blank), true) = (self.blank, events > 0) {
+            return Err(event_error(blank, None));
+        }
+        let Some(mut log) = self.log.take() else {
+            // Only a failed header leaves no log, and it was reported above.
+            return read_header(None).map(Log::new);
+        };
+        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
+        let parts: Vec<Part<'_>> = texts
+            .into_iter()
+            .zip(&spans)
+            .zip(&ends)
+            .map(|((text, spans), &end)| Part {
+                text,
+                spans: &spans[..end],
+            })
+            .collect();
+        log.metas.reserve(events);
+        log.texts.reserve(events);
+        log.fold_parts(
+            &parts,
+            self.next,
+            self.bytes,
+            &|_, _, _, _| true,
+            Helper::Awaited,
+            observe,
+        )
+        .map_err(|(index, err)| event_error(index, err))?;
+        self.texts.extend(parts.into_iter().map(|p| p.text));
+        log.texts.adopt_buffers(self.texts);
+        Ok(log)
+    }
+}
+
+/// The hand-over of surface payloads in batches (see the module comment).
+struct Handing {
+    send: mpsc::Sender<PayloadBatch>,
+    batch: PayloadBatch,
+    sent: usize,
+    live: usize,
+    speculating: bool,
+}
+
+impl Handing {
+    fn new(send: mpsc::Sender<PayloadBatch>) -> Handing {
+        Handing {
+            send,
+            batch: PayloadBatch::default(),
+            sent: 0,
+            live: 0,
+            speculating: true,
+        }
+    }
+
+    /// An event was folded: hand its payload over if it entered the surface.
+    fn observe(&mut self, log: &Log, seq: usize, data: &str) {
+        let Some(meta) = log.metas.get(seq) else {
+            return;
+        };
+        match meta.op {
+            None => return,
+            Some(SurfaceOp::Append) => self.live += 1,
+            Some(SurfaceOp::Replace { .. }) => {
+                let (start, end) = log.last_replace();
+                self.live = (self.live + 1).saturating_sub(end + 1 - start);
+            }
+        }
+        if !self.speculating {
+            return;
+        }
+        if self.sent > 2 * self.live + SPECULATION_SLACK {
+            self.speculating = false;
+            return;
+        }
+        let Some(name) = meta.kind.name() else {
+            return;
+        };
+        let json = &mut self.batch.json;
+        json.push(if self.batch.seqs.is_empty() { '[' } else { ',' });
+        json.push('"');
+        json.push_str(name);
+        json.push_str("\",");
+        json.push_str(data);
+        self.batch.seqs.push(seq as u32);
+        self.sent += 1;
+        if self.batch.json.len() >= BATCH_BYTES {
+            self.flush();
+        }
+    }
+
+    /// Hand the batch over.
+    fn flush(&mut self) {
+        if self.batch.seqs.is_empty() {
+            return;
+        }
+        self.batch.json.push(']');
+        let batch = std::mem::take(&mut self.batch);
+        // JS may have stopped listening (it threw): the read goes on.
+        let _ = self.send.send(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+
+    fn user(seq: usize, op: &str, sources: &str) -> String {
+        let pad = "p".repeat(300);
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"m{seq} é {pad}"}}],"source":{{"kind":"user"}}}},"surfaceOp":{op}{sources}}}"#
+        )
+    }
+
+    /// `cycles` of three appended messages, each cycle ending with a
+    /// replace of the whole surface by one message.
+    fn compacted(cycles: usize) -> String {
+        let mut lines = vec![HEADER.to_string()];
+        let mut nodes: Vec<usize> = Vec::new();
+        let mut seq = 0;
+        for _ in 0..cycles {
+            for _ in 0..3 {
+                lines.push(user(seq, r#""append""#, ""));
+                nodes.push(seq);
+                seq += 1;
+            }
+            let (start, end) = (nodes[0], nodes[nodes.len() - 1]);
+            let sources = nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            lines.push(user(
+                seq,
+                &format!(r#"{{"op":"replace","start":{start},"end":{end}}}"#),
+                &format!(r#","sourceEventSeqs":[{sources}]"#),
+            ));
+            nodes = vec![seq];
+            seq += 1;
+        }
+        lines.join("\n") + "\n"
+    }
+
+    /// `bytes` pushed 10,000 at a time into 64 KB pieces, and read.
+    fn read_all(bytes: &[u8]) -> (Vec<PayloadBatch>, Result<Log, LineError>) {
+        let mut reading = JsonlReading::with_piece_bytes(64 << 10);
+        for part in bytes.chunks(10_000) {
+            reading.push(part);
+        }
+        let mut batches = Vec::new();
+        while let Some(b) = reading.next_batch() {
+            batches.push(b);
+        }
+        (batches, reading.finish())
+    }
+
+    #[test]
+    fn batches_hand_over_each_surface_payload_as_payloads_json_gives_it() {
+        // Long enough for two readers and several batches.
+        let mut text = HEADER.to_string() + "\n";
+        for seq in 0..6000 {
+            let line = if seq % 2 == 0 {
+                user(seq, r#""append""#, "")
+            } else {
+                format!(
+                    r#"{{"type":"assistant/chunk","seq":{seq},"time":1,"data":{{"text":"{}"}}}}"#,
+                    "x".repeat(seq % 300)
+                )
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        let (batches, log) = read_all(text.as_bytes());
+        let log = log.map_err(|e| e.line).expect("the log reads");
+        assert!(batches.len() > 1);
+        let seqs: Vec<u32> = batches
+            .iter()
+            .flat_map(|b| b.seqs.iter().copied())
+            .collect();
+        let nodes: Vec<u32> = log.surface().nodes().iter().map(|&n| n as u32).collect();
+        assert_eq!(seqs, nodes);
+        for b in &batches {
+            assert_eq!(b.json, log.payloads_json(&b.seqs));
+        }
+        assert_eq!(
+            log.to_jsonl(),
+            Log::from_jsonl(text.as_bytes())
+                .map_err(|e| e.line)
+                .expect("reads")
+                .to_jsonl()
+        );
+    }
+
+    #[test]
+    fn the_hand_over_stops_when_replaces_drop_most_of_what_it_sent() {
+        let text = compacted(600);
+        let (batches, log) = read_all(text.as_bytes());
+        let log = log.map_err(|e| e.line).expect("the log reads");
+        assert_eq!(log.surface().nodes().len(), 1);
+        let sent: usize = batches.iter().map(|b| b.seqs.len()).sum();
+        // Two nodes at most at a time: it stops past 2 * 2 + the slack.
+        assert!(sent <= 2 * 4 + SPECULATION_SLACK + 1, "sent {sent}");
+        assert!(sent > SPECULATION_SLACK);
+        for b in &batches {
+            assert_eq!(b.json, log.payloads_json(&b.seqs));
+        }
+        // A log compacted fewer times is handed over whole.
+        let text = compacted(200);
+        assert!(text.len() >= 2 * (64 << 10));
+        let (batches, log) = read_all(text.as_bytes());
+        assert!(log.is_ok());
+        assert_eq!(batches.iter().map(|b| b.seqs.len()).sum::<usize>(), 800);
+    }
+
+    #[test]
+    fn a_failed_read_is_reported_after_its_batches() {
+        let mut text = compacted(200);
+        text.push_str("{\"type\":\n");
+        let (batches, log) = read_all(text.as_bytes());
+        assert!(!batches.is_empty());
+        let err = log.err().map(|e| (e.line, e.error.code()));
+        assert_eq!(err, Some((802, "CORRUPT_LOG")));
+    }
+
+    #[test]
+    fn a_short_log_is_read_at_once_and_hands_nothing_over() {
+        let text = compacted(20);
+        assert!(text.len() < 64 << 10);
+        let (batches, log) = read_all(text.as_bytes());
+        assert!(batches.is_empty());
+        assert_eq!(log.map(|l| l.len()).ok(), Some(80));
+        let (batches, log) = read_all(b"");
+        assert!(batches.is_empty());
+        assert_eq!(log.err().map(|e| e.line), Some(1));
+        // The log is taken once.
+        let mut reading = JsonlReading::of_bytes(text.as_bytes());
+        assert!(reading.finish().is_ok());
+        assert!(reading.finish().is_err());
+    }
+}

@@ -1,11 +1,11 @@
 // A live session hands its events' texts to the native log (which keeps
 // full blocks of them compressed) and lets go of the events' objects: after
 // a store flush, toJsonl or fork, and on idle turns of the event loop once
-// 4,096 are pending (lib/core/session.js, "one owner"). None of it may show:
-// the session stays equal to a fresh seed of its log (SPEC 3: `events` is
-// the log, frozen), what it derives still shares the frozen values of the
-// events it handed out (SPEC 6), and an event a caller still holds is the
-// one `events` gives.
+// 4,096 are pending at a model step (lib/core/session.js, "one owner").
+// None of it may show: the session stays equal to a fresh seed of its log
+// (SPEC 3: `events` is the log, frozen), what it derives still shares the
+// frozen values of the events it handed out (SPEC 6), and an event a
+// caller still holds is the one `events` gives.
 
 import * as fs from 'node:fs'
 import * as os from 'node:os'
@@ -13,7 +13,7 @@ import * as path from 'node:path'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import * as api from '../index.js'
 import { JsonlSessionStore, Session, type SessionEvent } from '../index.js'
 import { expectEqualsFreshCopies, replaceSomeNodes, USER } from './spec-helpers.js'
@@ -123,7 +123,7 @@ describe('the hand-over of a live session\'s events', () => {
     )
   })
 
-  it('happens on idle turns once 4,096 events are pending, and lets go of the objects nobody holds', async () => {
+  it('happens on idle turns after a model step finds 4,096 events pending, and lets go of the objects nobody holds', async () => {
     const s = new Session('idle')
     const kept: SessionEvent[] = []
     let dropped: WeakRef<SessionEvent> | undefined
@@ -137,8 +137,12 @@ describe('the hand-over of a live session\'s events', () => {
       }
     }
     expect(s.seq).toBeGreaterThan(4096)
-    // Nothing is handed over during the appends themselves.
+    // Nothing is handed over during the appends themselves, nor after them
+    // until a model step (`deriveMessages()`).
     expect(internal.pendingRange(s).from).toBe(0)
+    await new Promise((r) => setTimeout(r, 10))
+    expect(internal.pendingRange(s).from).toBe(0)
+    s.deriveMessages()
     await waitFor(() => s.seq - internal.pendingRange(s).from < 4096)
     expect(internal.pendingRange(s).native.textsLength).toBe(internal.pendingRange(s).from)
     await new Promise((r) => setTimeout(r, 0))
@@ -157,7 +161,7 @@ describe('the hand-over of a live session\'s events', () => {
     expectEqualsFreshCopies(s)
   })
 
-  it('lets go again, after the next append, of the objects reading `events` brought back', async () => {
+  it('lets go again, at the next model step, of the objects reading `events` brought back', async () => {
     const s = new Session('reread')
     for (let n = 1; n <= 60; n++) turn(s, n, 120, (i) => `r${i}`)
     internal.handOver(s)
@@ -165,6 +169,7 @@ describe('the hand-over of a live session\'s events', () => {
     const kept = s.events[100]
     const back = (() => new WeakRef(s.events[101]))()
     s.append('assistant/chunk', { turn: 60, step: 1, chunk: { type: 'text-delta', text: 'last' } as never })
+    s.deriveMessages()
     await waitFor(() => internal.pendingRange(s).from === s.seq)
     await new Promise((r) => setTimeout(r, 0))
     gc()
@@ -176,6 +181,7 @@ describe('the hand-over of a live session\'s events', () => {
     const s = new Session('held')
     for (let n = 1; n <= 40; n++) turn(s, n, 120, (i) => `h${i}`)
     const resume = internal.holdHandOver(s)
+    s.deriveMessages() // a model step: the hand-over is due
     await new Promise((r) => setTimeout(r, 30))
     expect(internal.pendingRange(s).from).toBe(0)
     resume()
@@ -189,18 +195,23 @@ describe('the hand-over of a live session\'s events', () => {
     try {
       const t = new Session('flush-held')
       for (let n = 1; n <= 160; n++) turn(t, n, 120, (i) => `f${i}`)
-      const seen: number[] = []
-      const watch = setInterval(() => seen.push(internal.pendingRange(t).from), 0)
+      t.deriveMessages() // the idle hand-over is due when the flush starts
+      // Watch every hand-over of texts to the native log: how many events.
+      const native = internal.pendingRange(t).native as unknown as { attachTexts(lines: Buffer | string): void }
+      const attach = native.attachTexts.bind(native)
+      const counts: number[] = []
+      native.attachTexts = (lines) => {
+        counts.push(lines.toString().split('\n').length - 1)
+        attach(lines)
+      }
       expect(await store.flush(t)).toBe(t.seq)
-      clearInterval(watch)
       expect(internal.pendingRange(t).from).toBe(t.seq)
-      // Every hand-over seen during the flush was one of its parts (4,096
-      // events, the last one shorter), never an idle slice (2,048), nor
-      // what was left built at once.
-      const seenFrom = [...new Set(seen)]
-      expect(seenFrom.length).toBeGreaterThan(2)
-      expect(seenFrom.slice(0, -1).every((from) => from % 4096 === 0)).toBe(true)
-      expect(seenFrom.every((from, i) => from - (seenFrom[i - 1] ?? 0) <= 4096)).toBe(true)
+      // Every hand-over during the flush was one of its parts (4,096 events,
+      // the last one shorter): never an idle slice (2,048), nor what was
+      // left built at once.
+      expect(counts.length).toBeGreaterThan(2)
+      expect(counts.slice(0, -1).every((n) => n === 4096)).toBe(true)
+      expect(counts.at(-1)).toBeLessThanOrEqual(4096)
       expect(JSON.stringify((await store.load('flush-held' as never)).events)).toBe(JSON.stringify(t.events))
     } finally {
       await store.close()
@@ -269,6 +280,31 @@ describe('the hand-over of a live session\'s events', () => {
     } finally {
       await store.close()
       fs.rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it('schedules no timer (which would keep the session reachable until it fires) when there is nothing to do', async () => {
+    const timers = vi.spyOn(globalThis, 'setTimeout')
+    try {
+      // A short session, seeded, live or resumed: nothing to hand over or compress.
+      const live = new Session('quiet')
+      for (let n = 1; n <= 20; n++) turn(live, n, 50, (i) => `q${i}`)
+      live.deriveMessages()
+      live.requestHeader()
+      void new Session('quiet-seed', live.events).deriveMessages()
+      void Session.fromJsonl(live.toJsonl()).deriveMessages()
+      expect(timers).not.toHaveBeenCalled()
+      // Appends alone schedule nothing either, however many; a model step
+      // with 4,096 pending schedules the hand-over.
+      const long = new Session('long')
+      for (let n = 1; n <= 40; n++) turn(long, n, 120, (i) => `l${i}`)
+      expect(timers).not.toHaveBeenCalled()
+      long.deriveMessages()
+      expect(timers).toHaveBeenCalledTimes(1)
+      long.deriveMessages()
+      expect(timers).toHaveBeenCalledTimes(1)
+    } finally {
+      timers.mockRestore()
     }
   })
 })

@@ -19,9 +19,10 @@
 // - An event's object and its text are two forms of one event, never edited:
 //   a live append makes the object, and its text reaches the native log when
 //   a native path needs it (`toJsonl`, `fork`, a store flush: `#sync`) or
-//   on an idle turn once 4,096 are pending (`#scheduleHandOver`); a resumed
-//   or seeded log has texts, and objects are parsed when read (`events`, or
-//   the surface events a derive needs: `#materialize`).
+//   on idle turns after a `deriveMessages()` finds 4,096 pending
+//   (`#scheduleHandOver`); a resumed or seeded log has texts, and objects
+//   are parsed when read (`events`, or the surface events a derive needs:
+//   `#materialize`).
 // - Once its text is in the native log, JS lets go of an event's object
 //   (`#release`), keeping only those a derive or the header fold reads, as a
 //   seeded session does, and a WeakRef to the others: while a caller holds
@@ -60,12 +61,15 @@ const SEED_SLICE = 2048
 const EVENTS_SLICE = 8192
 /**
  * A live session hands its events' texts to the native log, and lets go of
- * their objects, once this many are pending, on an idle turn of the event
- * loop (at most `HANDOVER_SLICE` per turn: about 2.5 µs an event, so a turn
- * takes about 5 ms).
+ * their objects, once this many are pending at a `deriveMessages()` (a model
+ * step: the loop then waits for its model), on idle turns of the event loop
+ * (at most `HANDOVER_SLICE` per turn: about 2.4 µs an event, so a turn takes
+ * about 5 ms). Scheduling it keeps the session reachable until that turn.
  */
 const HANDOVER_AFTER = 4096
 const HANDOVER_SLICE = 2048
+/** Objects let go of per idle turn at most (a `WeakRef` each: about 5 ms). */
+const RELEASE_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
@@ -396,13 +400,17 @@ class Session {
 
   /**
    * Hand `pending` (from `#pending`) to the native log, unless it already
-   * has it; then let go of the objects whose texts it holds.
+   * has it. The objects whose texts it now holds are let go of on the next
+   * idle turn (`#scheduleHandOver`), not here: a `WeakRef` keeps its target
+   * alive until the job that made it ends, so making 100k of them inside a
+   * caller's `toJsonl()` would hold them all, and slow every collection,
+   * for as long as that caller runs.
    */
   #attach(pending) {
     if (pending === null || this.#synced !== pending.from) return
     this.#native.attachTexts(pending.bytes)
     this.#synced = pending.to
-    this.#release()
+    if (!this.#handOverDue && this.#releasable() >= HANDOVER_AFTER) this.#scheduleHandOver()
     this.#compressSoon()
   }
 
@@ -414,7 +422,8 @@ class Session {
    * once it is ready and returns the free pages to the system.
    */
   #compressSoon() {
-    if (this.#compressing) return
+    // A timer keeps the session reachable until it fires: none for nothing.
+    if (this.#compressing || !this.#native.textsToCompress()) return
     this.#compressing = true
     let started = false
     const poll = () => {
@@ -434,12 +443,13 @@ class Session {
    * Let go of the objects of events whose texts the native log holds,
    * keeping those a derive or the header fold reads (surface events and
    * request headers, as a seeded session does) and a WeakRef to each other
-   * one. Not while an `events` array is current: it holds them anyway, and
-   * must stay the same object until the next append.
+   * one; at most `RELEASE_SLICE` a call. Not while an `events` array is
+   * current: it holds them anyway, and must stay the same object until the
+   * next append.
    */
   #release() {
     const from = this.#objsFrom
-    const to = this.#synced
+    const to = Math.min(this.#synced, from + RELEASE_SLICE)
     if (to <= from || this.#eventsCache !== undefined) return
     const objs = this.#objs
     const payloads = this.#payloads
@@ -454,8 +464,13 @@ class Session {
         weak.push(new WeakRef(e))
       }
     }
-    this.#objs = objs.slice(to - from)
+    objs.splice(0, to - from)
     this.#objsFrom = to
+  }
+
+  /** Objects the session holds of events whose texts the native log has (0 while an `events` array is current). */
+  #releasable() {
+    return this.#eventsCache === undefined ? this.#synced - this.#objsFrom : 0
   }
 
   /**
@@ -487,10 +502,9 @@ class Session {
         return
       }
       NativeSession.releaseFreeMemory()
-      // Again while enough are pending, or held and releasable (not while
-      // an `events` array is current: the next append schedules that).
-      const releasable = this.#eventsCache === undefined ? this.#synced - this.#objsFrom : 0
-      if (this.#seq - this.#synced >= HANDOVER_AFTER || releasable >= HANDOVER_AFTER) this.#scheduleHandOver()
+      // Again while enough are pending, or any are releasable (not while an
+      // `events` array is current: the next append schedules that).
+      if (this.#seq - this.#synced >= HANDOVER_AFTER || this.#releasable() > 0) this.#scheduleHandOver()
     }, 0).unref()
   }
 
@@ -499,7 +513,7 @@ class Session {
     const from = this.#synced
     const to = Math.min(this.#seq, from + HANDOVER_SLICE)
     if (to > from) this.#attach({ from, to, bytes: this.#pendingText(from, to) })
-    else this.#release()
+    this.#release()
   }
 
   /** Hand every pending event's text to the native log. */
@@ -607,8 +621,6 @@ class Session {
     this.#objs.push(event)
     this.#seq = seq + 1
     this.#eventsCache = undefined
-    // Also once `events` brought back objects of texts the log holds.
-    if (!this.#handOverDue && this.#seq - this.#objsFrom >= HANDOVER_AFTER) this.#scheduleHandOver()
   }
 
   #vetoed(attachment, error, event) {
@@ -655,6 +667,9 @@ class Session {
   }
 
   deriveMessages() {
+    // A model step: the loop is about to wait for its model, which is when
+    // the hand-over runs (also to let go of objects `events` brought back).
+    if (!this.#handOverDue && this.#seq - this.#objsFrom >= HANDOVER_AFTER) this.#scheduleHandOver()
     if (this.#derivedGeneration !== this.#generation) {
       this.#derived = []
       this.#derivedNodes = 0
@@ -735,10 +750,10 @@ class Session {
         held = false
       }
     }
-    /** The idle hand-over, now, until nothing is pending (tests). */
+    /** The idle hand-over, now, until nothing is pending or releasable (tests). */
     internal.handOver = (session) => {
-      while (session.#synced < session.#seq) session.#handOverSlice()
-      session.#handOverSlice()
+      do session.#handOverSlice()
+      while (session.#synced < session.#seq || session.#releasable() > 0)
     }
   }
 }

@@ -216,6 +216,14 @@ impl NativeSession {
         self.log.compress_texts(COMPRESS_MIN_BYTES)
     }
 
+    /// Whether `compressTexts()` has work: the compressor runs, or 1 MiB of
+    /// texts waits for it (a cheap look, so nothing is scheduled for
+    /// nothing).
+    #[napi(js_name = "textsToCompress")]
+    pub fn texts_to_compress(&self) -> bool {
+        self.log.texts_to_compress(COMPRESS_MIN_BYTES)
+    }
+
     /// Return the free pages a hand-over left in the allocator's heaps to
     /// the system (see `crate::memory`).
     #[napi(js_name = "releaseFreeMemory")]

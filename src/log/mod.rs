@@ -183,6 +183,11 @@ impl Log {
         self.texts.compress(min_bytes)
     }
 
+    /// Whether `compress_texts(min_bytes)` has work to do.
+    pub fn texts_to_compress(&self, min_bytes: usize) -> bool {
+        self.texts.has_work(min_bytes)
+    }
+
     /// Compress each block of texts as it fills up, in the calling thread
     /// (a seed on its helper thread), instead of waiting for `compress_texts`.
     pub fn compress_as_filled(&mut self, on: bool) {

@@ -263,14 +263,7 @@ impl Texts {
                 self.take_compressed(done);
             }
         }
-        let open = self.blocks.len().saturating_sub(1);
-        let waiting: Vec<usize> = (0..self.blocks.len())
-            .filter(|&k| match self.blocks[k] {
-                Block::Shared(_) => true,
-                Block::Raw(_) => k < open,
-                _ => false,
-            })
-            .collect();
+        let waiting = self.waiting();
         let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
         if waiting.is_empty() || bytes < min_bytes {
             return true;
@@ -293,6 +286,31 @@ impl Texts {
                 .collect()
         }));
         false
+    }
+
+    /// The blocks waiting for the compressor: full raw ones (the last is
+    /// open) and shared ones.
+    fn waiting(&self) -> Vec<usize> {
+        let open = self.blocks.len().saturating_sub(1);
+        (0..self.blocks.len())
+            .filter(|&k| match self.blocks[k] {
+                Block::Shared(_) => true,
+                Block::Raw(_) => k < open,
+                _ => false,
+            })
+            .collect()
+    }
+
+    /// Whether `compress(min_bytes)` has work: the compressor runs, or
+    /// `min_bytes` wait for it.
+    pub fn has_work(&self, min_bytes: usize) -> bool {
+        self.compressing.is_some()
+            || self
+                .waiting()
+                .iter()
+                .map(|&k| self.block_len(k))
+                .sum::<usize>()
+                >= min_bytes.max(1)
     }
 
     /// Put what the compressor gave back in place of the blocks it took.

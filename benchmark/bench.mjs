@@ -110,34 +110,28 @@ const wideLines = wide.split('\n')
 wideLines.pop()
 const wideRatios = []
 let wideMs = 0
+/** Milliseconds `fn` takes, from a collected heap. */
+const timed = (fn) => {
+  gc()
+  const t = now()
+  fn()
+  return now() - t
+}
+const parseEvery = (list) => () => {
+  const parsed = new Array(list.length)
+  for (let i = 0; i < list.length; i++) parsed[i] = JSON.parse(list[i])
+}
 for (let r = 0; r < ROUNDS; r++) {
-  gc()
-  let t = now()
-  const parsed = new Array(lines.length)
-  for (let i = 0; i < lines.length; i++) parsed[i] = JSON.parse(lines[i])
-  const p = now() - t
-  gc()
-  t = now()
-  const s = Session.fromJsonl(jsonl)
-  s.deriveMessages()
-  const q = now() - t
+  const p = timed(parseEvery(lines))
+  const q = timed(() => Session.fromJsonl(jsonl).deriveMessages())
   resumeRatios.push(q / p)
   resumeMs += q
   parseMs += p
-  gc()
-  t = now()
-  Session.fromJsonl(jsonlBuffer).deriveMessages()
-  const u = now() - t
+  const u = timed(() => Session.fromJsonl(jsonlBuffer).deriveMessages())
   resumeBufferRatios.push(u / p)
   resumeBufferMs += u
-  gc()
-  t = now()
-  for (let i = 0; i < wideLines.length; i++) JSON.parse(wideLines[i])
-  const wp = now() - t
-  gc()
-  t = now()
-  Session.fromJsonl(wide).deriveMessages()
-  const w = now() - t
+  const wp = timed(parseEvery(wideLines))
+  const w = timed(() => Session.fromJsonl(wide).deriveMessages())
   wideRatios.push(w / wp)
   wideMs += w
 }

@@ -499,6 +499,12 @@ describe('SPEC 5 foldSurface', () => {
     expectError(() => foldSurface(log as never), 'surface replace: start seq 42 not found in surface', 'INVALID_SURFACE')
   })
 
+  it('counts a null surfaceOp or sourceEventSeqs as present, as append does', () => {
+    const at = (extra: Record<string, unknown>) => [{ type: 'step/start', seq: 0, time: 1, data: { turn: 1, step: 1 }, ...extra }]
+    expectError(() => foldSurface(at({ surfaceOp: null }) as never), 'session event "step/start" is not surface-eligible and cannot carry surfaceOp', 'INVALID_SURFACE')
+    expectError(() => foldSurface(at({ sourceEventSeqs: null }) as never), 'session event "step/start" is not surface-eligible and cannot carry sourceEventSeqs', 'INVALID_SURFACE')
+  })
+
   it('rejects a surface event without a surfaceOp', () => {
     const log = basicLog()
     const { surfaceOp: _op, ...rest } = log[6]

@@ -6,6 +6,7 @@
 use crate::error::{CoreError, CoreResult};
 use crate::event::Kind;
 use crate::json::as_seq;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -430,12 +431,30 @@ impl Surface {
     }
 }
 
+/// An event's surface fields as given, before the transition rules read
+/// them: `surfaceOp` and `sourceEventSeqs`, each `None` when absent (a
+/// present `null` is `Some(Null)`, and the rules reject it).
+#[derive(Debug, Default, Deserialize)]
+pub struct SurfaceFields {
+    #[serde(
+        rename = "surfaceOp",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
+    pub surface_op: Option<Value>,
+    #[serde(
+        rename = "sourceEventSeqs",
+        default,
+        deserialize_with = "crate::json::present"
+    )]
+    pub source_event_seqs: Option<Value>,
+}
+
 /// The surface part of one event of a whole log, for `foldSurface`.
 pub struct FoldEvent {
     pub ty: String,
     pub seq: Option<u64>,
-    pub surface_op: Option<Value>,
-    pub source_event_seqs: Option<Value>,
+    pub fields: SurfaceFields,
 }
 
 /// `foldSurface(events)`: the surface and every replacement over a whole log.
@@ -457,8 +476,8 @@ pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
             ty: &e.ty,
             kind: Kind::of(&e.ty),
             seq: expected,
-            surface_op: e.surface_op.as_ref(),
-            source_event_seqs: e.source_event_seqs.as_ref(),
+            surface_op: e.fields.surface_op.as_ref(),
+            source_event_seqs: e.fields.source_event_seqs.as_ref(),
         })?;
         if let Some(r) = surface.apply(&plan) {
             replacements.push(r);
@@ -706,8 +725,7 @@ mod tests {
         let e = |seq| FoldEvent {
             ty: "x".into(),
             seq: Some(seq),
-            surface_op: None,
-            source_event_seqs: None,
+            fields: SurfaceFields::default(),
         };
         assert!(fold(&[e(0), e(1)]).is_ok());
         assert_eq!(

@@ -4,7 +4,7 @@ use super::throw;
 use crate::error::CoreError;
 use crate::event::{is_surface_eligible_type, Kind};
 use crate::repair::{closers, ScanEvent};
-use crate::surface::{fold, FoldEvent};
+use crate::surface::{fold, FoldEvent, SurfaceFields};
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
@@ -22,18 +22,8 @@ struct FoldRow {
     #[serde(rename = "type")]
     ty: Value,
     seq: Value,
-    #[serde(
-        rename = "surfaceOp",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    surface_op: Option<Value>,
-    #[serde(
-        rename = "sourceEventSeqs",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    source_event_seqs: Option<Value>,
+    #[serde(flatten)]
+    fields: SurfaceFields,
 }
 
 /// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON.
@@ -50,8 +40,7 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
         .map(|r| FoldEvent {
             ty: r.ty.as_str().unwrap_or_default().to_string(),
             seq: crate::json::as_seq(&r.seq),
-            surface_op: r.surface_op,
-            source_event_seqs: r.source_event_seqs,
+            fields: r.fields,
         })
         .collect();
     let (nodes, replacements) = fold(&events).map_err(|e| throw(&env, e))?;

@@ -1,10 +1,10 @@
 //! Live appends: validate against the log (nothing changes), commit, and
 //! take the texts of live events when a native path needs them.
 
-use super::{header_seq, EventMeta, Log, Prepared, SurfaceMeta};
+use super::{header_seq, EventMeta, Log, Prepared};
 use crate::error::{CoreError, CoreResult};
 use crate::event::{legacy_of, Kind};
-use crate::surface::{Candidate, SurfaceOp};
+use crate::surface::{Candidate, SurfaceFields, SurfaceOp};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -116,16 +116,13 @@ impl Log {
                 legacy.uses_message(&format!("session event \"{ty}\"")),
             ));
         }
-        let meta: SurfaceMeta = match surface_meta {
+        let meta: SurfaceFields = match surface_meta {
             Some(m) => serde_json::from_str(m).map_err(|_| {
                 CoreError::NotLossless(format!(
                     "session event \"{ty}\" carries non-JSON-serializable surface metadata"
                 ))
             })?,
-            None => SurfaceMeta {
-                surface_op: None,
-                source_event_seqs: None,
-            },
+            None => SurfaceFields::default(),
         };
         let plan = self.surface.plan(&Candidate {
             ty,

@@ -35,7 +35,6 @@ use crate::error::{CoreError, CoreResult};
 use crate::event::{read_event, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
-use serde::Deserialize;
 use serde_json::Value;
 
 /// Where an accepted event's text is: to copy in, or already in the buffer.
@@ -106,22 +105,6 @@ pub struct Log {
     pub(crate) request_header: Option<u64>,
     /// Index of the last `turn/start` or `turn/end`.
     pub(crate) last_boundary: Option<usize>,
-}
-
-#[derive(Deserialize)]
-struct SurfaceMeta {
-    #[serde(
-        rename = "surfaceOp",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    surface_op: Option<Value>,
-    #[serde(
-        rename = "sourceEventSeqs",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    source_event_seqs: Option<Value>,
 }
 
 impl Log {

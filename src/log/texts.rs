@@ -228,7 +228,8 @@ impl Texts {
     }
     /// Take log texts as the first blocks, one after another (a span's
     /// offset is its buffer's start, the lengths before it summed, plus its
-    /// offset there); before any push. They stay as read.
+    /// offset there); before any push. They wait for the compressor as
+    /// they are (see `compress`).
     pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
         self.blocks = Vec::with_capacity(texts.len());
         self.bases = Vec::with_capacity(texts.len());

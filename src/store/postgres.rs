@@ -313,26 +313,16 @@ impl PostgresBackend {
                 db.code().code()
             ));
         }
-        let mut message = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
-        CoreError::Pg(format!("{}: {message}", self.name))
+        CoreError::Pg(format!("{}: {}", self.name, with_sources(&e)))
     }
 
     fn connect(&self) -> CoreResult<Client> {
         self.config.connect(NoTls).map_err(|e| {
-            let mut message = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                message.push_str(": ");
-                message.push_str(&s.to_string());
-                source = s.source();
-            }
-            CoreError::PgConnect(format!("cannot connect to {}: {message}", self.name))
+            CoreError::PgConnect(format!(
+                "cannot connect to {}: {}",
+                self.name,
+                with_sources(&e)
+            ))
         })
     }
 
@@ -1051,6 +1041,18 @@ fn header_columns(row: &postgres::Row, first: usize) -> [SqlValue; 5] {
             .map_or(SqlValue::Null, SqlValue::Text)
     };
     [int(0), int(1), text(2), text(3), int(4)]
+}
+
+/// An error's message followed by those of its sources, `: `-separated.
+fn with_sources(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
 }
 
 #[cfg(test)]

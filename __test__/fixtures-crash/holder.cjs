@@ -14,18 +14,13 @@
 // Each durable batch prints `ACK <events JSON>`; an order that fails prints
 // `ERROR <code> <message JSON>`; every order ends with `DONE`.
 
-const path = require('node:path')
 const readline = require('node:readline')
-const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
+const { storeOf } = require('./places.cjs')
 const { turnBatches } = require('./turns.cjs')
 
 const [kind, dir, id] = process.argv.slice(2)
-// The same locations as STORES in stores.ts.
-const store = kind === 'jsonl'
-  ? new JsonlSessionStore({ root: dir })
-  : kind === 'postgres'
-    ? require('./pg.cjs').pgStore(dir)
-    : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+// Where STORES in stores.ts puts it (places.cjs).
+const store = storeOf(kind, dir)
 const say = (line) => process.stdout.write(`${line}\n`)
 
 let seq = 0

@@ -5,7 +5,7 @@
 //
 //   node reader.cjs <dir> <id> <loads>
 
-const { pgStore } = require('./pg.cjs')
+const { pgStore } = require('./places.cjs')
 
 const [dir, id, loadsText] = process.argv.slice(2)
 

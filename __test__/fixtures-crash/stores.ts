@@ -25,12 +25,13 @@ export type PostgresSessionStore = import('../../lib/stores.js').PostgresSession
 export const PG_URL = process.env.DSH_TEST_PG_URL
 export const PG_SKIP = 'PostgreSQL store tests skipped: DSH_TEST_PG_URL is unset (bash .ci/run starts a server and sets it)'
 
-const pg = nodeRequire('./pg.cjs') as {
+const places = nodeRequire('./places.cjs') as {
   pgSchema: (dir: string) => string
   pgStore: (dir: string, options?: Record<string, unknown>) => SessionStore
+  storeOf: (kind: 'jsonl' | 'sqlite' | 'postgres', dir: string) => SessionStore
 }
 /** A schema of its own for each test directory, and the store there. */
-export const { pgSchema, pgStore } = pg
+export const { pgSchema, pgStore } = places
 export type { SessionStore }
 
 /** A raw event record (one definition for every test helper). */
@@ -61,12 +62,12 @@ export function testCleanup(): { cleanup: (() => Promise<void> | void)[]; dirFor
 
 /** How each store is made in a directory; the contract suite runs over both. */
 export const STORES = [
-  { kind: 'jsonl' as const, make: (dir: string): SessionStore => new JsonlSessionStore({ root: dir }) },
-  { kind: 'sqlite' as const, make: (dir: string): SessionStore => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') }) },
+  { kind: 'jsonl' as const, make: (dir: string): SessionStore => places.storeOf('jsonl', dir) },
+  { kind: 'sqlite' as const, make: (dir: string): SessionStore => places.storeOf('sqlite', dir) },
   // One schema per test directory; absent when no server is configured.
   ...(PG_URL === undefined
     ? []
-    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => pgStore(dir) }]),
+    : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => places.storeOf('postgres', dir) }]),
 ]
 if (PG_URL === undefined) console.warn(PG_SKIP)
 export type StoreKind = (typeof STORES)[number]['kind']

@@ -5,9 +5,8 @@
 //
 //   node writer.cjs <jsonl|sqlite|postgres> <dir> <id> <append|flush> <seed> [max text length]
 
-const path = require('node:path')
 const { Session } = require('../../index.js')
-const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
+const { storeOf } = require('./places.cjs')
 const { turnBatches } = require('./turns.cjs')
 
 const [kind, dir, id, mode, seedText, maxTextArg] = process.argv.slice(2)
@@ -21,12 +20,8 @@ function random() {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
-// The same locations as STORES in stores.ts.
-const store = kind === 'jsonl'
-  ? new JsonlSessionStore({ root: dir })
-  : kind === 'postgres'
-    ? require('./pg.cjs').pgStore(dir)
-    : new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
+// Where STORES in stores.ts puts it (places.cjs).
+const store = storeOf(kind, dir)
 const say = (line) => process.stdout.write(`${line}\n`)
 
 async function main() {

@@ -447,16 +447,23 @@ export interface JsonlSessionStoreOptions {
 }
 
 /** Sessions as JSONL files: line 1 the header, then one event per line. */
-export declare class JsonlSessionStore implements DurableSessionStore {
-  constructor(options: JsonlSessionStoreOptions)
+/**
+ * What the three stores share (their common base at runtime, not exported):
+ * the methods of `DurableSessionStore` but `locate`, documented there.
+ */
+declare abstract class StoreMethods {
   create(header: SessionHeader): Promise<void>
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
   load(id: SessionId | string): Promise<StoredSession>
   open(id: SessionId | string): Promise<Session>
   flush(session: Session): Promise<number>
   list(): Promise<SessionHeader[]>
-  locate(header: SessionHeader): SessionLocation
   close(): Promise<void>
+}
+
+export declare class JsonlSessionStore extends StoreMethods implements DurableSessionStore {
+  constructor(options: JsonlSessionStoreOptions)
+  locate(header: SessionHeader): SessionLocation
 }
 
 export type SqliteJournalMode = 'wal' | 'delete' | 'truncate' | 'persist'
@@ -469,16 +476,9 @@ export interface SqliteSessionStoreOptions {
 }
 
 /** Sessions in one SQLite database (schema version 4, shared with the TypeScript backend). */
-export declare class SqliteSessionStore implements DurableSessionStore {
+export declare class SqliteSessionStore extends StoreMethods implements DurableSessionStore {
   constructor(options: SqliteSessionStoreOptions)
-  create(header: SessionHeader): Promise<void>
-  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
-  load(id: SessionId | string): Promise<StoredSession>
-  open(id: SessionId | string): Promise<Session>
-  flush(session: Session): Promise<number>
-  list(): Promise<SessionHeader[]>
   locate(header: SessionHeader): undefined
-  close(): Promise<void>
 }
 
 export interface PostgresSessionStoreOptions {
@@ -508,16 +508,9 @@ export interface PostgresSessionStoreOptions {
  * `LEASE_LOST` (this store's lease was taken over: it never writes the
  * session again), besides the codes of the other stores.
  */
-export declare class PostgresSessionStore implements DurableSessionStore {
+export declare class PostgresSessionStore extends StoreMethods implements DurableSessionStore {
   constructor(options: PostgresSessionStoreOptions)
-  create(header: SessionHeader): Promise<void>
-  append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
-  load(id: SessionId | string): Promise<StoredSession>
-  open(id: SessionId | string): Promise<Session>
-  flush(session: Session): Promise<number>
-  list(): Promise<SessionHeader[]>
   locate(header: SessionHeader): undefined
-  close(): Promise<void>
 }
 
 // ---------------------------------------------------------------- the SessionStore service (SPEC 12)

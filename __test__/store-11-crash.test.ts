@@ -7,23 +7,12 @@ import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { interruptedTurnClosers, rejection, STORES, tempDir, type AnyEvent } from './fixtures-crash/stores.js'
+import { interruptedTurnClosers, rejection, rng, STORES, tempDir, type AnyEvent } from './fixtures-crash/stores.js'
 
 const WRITER = path.join(__dirname, 'fixtures-crash', 'writer.cjs')
 const ROUNDS = 16
 const ID = 'crash/../session'
 
-/** mulberry32: the kill schedule is the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** Run the writer until a random moment, SIGKILL it, and collect what it acknowledged. */
 function runAndKill(args: string[], killAfterReadyMs: number | undefined, killAfterSpawnMs: number): Promise<{ acked: AnyEvent[]; stderr: string }> {
@@ -59,7 +48,7 @@ describe('SPEC 11 durability under SIGKILL', () => {
   for (const { kind, make } of STORES) {
     it(`${kind}: acknowledged events survive and the log loads balanced`, async () => {
       const dir = tempDir(`crash-${kind}`)
-      const random = rng(kind === 'jsonl' ? 11 : 12)
+      const random = rng(kind === 'jsonl' ? 11 : 12) // the kill schedule is the same on every run
       const acked = new Map<number, AnyEvent>()
       let repaired = 0
       try {

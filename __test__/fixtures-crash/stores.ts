@@ -75,8 +75,11 @@ export type StoreKind = (typeof STORES)[number]['kind']
 const turnsModule = nodeRequire('./turns.cjs') as {
   T0: number
   turnBatches: (turn: number, seq: number, text?: string) => AnyEvent[][]
+  rng: (seed: number) => () => number
 }
 export const T0 = turnsModule.T0
+/** Seeded random numbers (mulberry32), the same in the test and its child processes. */
+export const rng = turnsModule.rng
 
 export function header(id: string, extra: Partial<SessionHeader> = {}): SessionHeader {
   return { version: 0, id, createdAt: T0, ...extra } as SessionHeader

@@ -1,6 +1,7 @@
 'use strict'
-// Event builders shared by the store tests and the crash-test writer
-// (plain CommonJS so a child process can load it without a compiler).
+// Event builders shared by the store tests and the crash-test writer, and
+// the seeded random numbers both draw from (plain CommonJS so a child
+// process can load it without a compiler).
 
 const T0 = 1_760_000_000_000
 const USER = { kind: 'user' }
@@ -45,4 +46,16 @@ function turnBatches(turn, seq, text = `question ${turn}`) {
   return [prompt, [stepStart, chunk, message, call], [result, stepEnd, end]]
 }
 
-module.exports = { T0, turnBatches }
+/** mulberry32: the same numbers for the same seed on every run. */
+function rng(seed) {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+module.exports = { T0, turnBatches, rng }

@@ -7,18 +7,11 @@
 
 const { Session } = require('../../index.js')
 const { storeOf } = require('./places.cjs')
-const { turnBatches } = require('./turns.cjs')
+const { rng, turnBatches } = require('./turns.cjs')
 
 const [kind, dir, id, mode, seedText, maxTextArg] = process.argv.slice(2)
 const maxText = Number(maxTextArg ?? 40_000)
-let seed = Number(seedText) >>> 0
-function random() {
-  seed = (seed + 0x6d2b79f5) >>> 0
-  let t = seed
-  t = Math.imul(t ^ (t >>> 15), t | 1)
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-}
+const random = rng(Number(seedText))
 
 // Where STORES in stores.ts puts it (places.cjs).
 const store = storeOf(kind, dir)

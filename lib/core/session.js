@@ -503,24 +503,34 @@ class Session {
   }
 
   deriveMessages() {
+    this.#deriveUpTo(this.#nodes.length)
+    return this.#derived.slice()
+  }
+
+  /**
+   * Derive the messages of surface nodes up to position `end` (those not
+   * derived yet; all of them again after a replacement); whether nodes
+   * after `end` are left.
+   */
+  #deriveUpTo(end) {
     if (this.#derivedGeneration !== this.#generation) {
       this.#derived = []
       this.#derivedNodes = 0
       this.#derivedGeneration = this.#generation
     }
     const nodes = this.#nodes
-    const count = nodes.length
+    const to = Math.min(end, nodes.length)
     const from = this.#derivedNodes
-    if (from < count) {
-      if (this.#objsFrom > 0) this.#materialize(from === 0 ? nodes : nodes.slice(from))
+    if (from < to) {
+      if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
       const derived = this.#derived
-      for (let i = from; i < count; i++) {
+      for (let i = from; i < to; i++) {
         const message = deriveFrozen(this.#payloadAt(nodes[i]))
         if (message !== null) derived.push(message)
       }
-      this.#derivedNodes = count
+      this.#derivedNodes = to
     }
-    return this.#derived.slice()
+    return to < nodes.length
   }
 
   deriveEventMessage(event) {
@@ -590,20 +600,19 @@ class Session {
     internal.liveLines = (session, from, to) => session.#liveLines(from, to)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
     /**
-     * Parse the payloads the first derive reads (the surface's) a few at a
-     * time, yielding to the event loop every few milliseconds: a store's
-     * `open` runs this before it resolves, so that derive never blocks.
+     * Derive the messages of the surface a few nodes at a time (parsing
+     * their payloads), yielding to the event loop every few milliseconds: a
+     * store's `open` runs this before it resolves, so that the first
+     * `deriveMessages()` only copies an array.
      */
     internal.warm = async (session, sliceMs = 4) => {
-      const nodes = session.#nodes.slice()
-      let at = 0
-      while (at < nodes.length) {
+      for (let at = 256, more = true; more; ) {
         const began = performance.now()
-        while (at < nodes.length && performance.now() - began < sliceMs) {
-          session.#materialize(nodes.slice(at, at + 256))
+        while (more && performance.now() - began < sliceMs) {
+          more = session.#deriveUpTo(at)
           at += 256
         }
-        if (at < nodes.length) await new Promise((resolve) => setImmediate(resolve))
+        if (more) await new Promise((resolve) => setImmediate(resolve))
       }
     }
   }

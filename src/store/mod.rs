@@ -624,22 +624,59 @@ fn last_text(log: &Log, end: usize) -> CoreResult<Option<Box<str>>> {
 }
 
 /// The batch of a flush: the session's events `from..to`, each checked to
-/// be the event of its seq (`SEQ_MISMATCH` otherwise).
-fn batch_of(id: &str, texts: &SessionTexts, from: u64, to: u64) -> CoreResult<Batch> {
+/// be the event of its seq (`SEQ_MISMATCH` otherwise). When they are all
+/// live events, the lines JS wrote are the batch as they are.
+fn batch_of(id: &str, texts: SessionTexts, from: u64, to: u64) -> CoreResult<Batch> {
+    let wrong = |seq: u64| {
+        CoreError::SeqMismatch(format!(
+            "flush of session {}: the text given for seq {seq} is not the event at that seq",
+            crate::json::quote(id)
+        ))
+    };
+    if from >= to {
+        return Ok(Batch {
+            first_seq: from,
+            count: 0,
+            lines: String::new(),
+        });
+    }
+    if from >= texts.prefix.len() as u64 && from == texts.live_from {
+        let mut seq = from;
+        for line in texts.live.split_terminator('\n') {
+            if seq >= to {
+                break;
+            }
+            if seq_of_text(line) != Some(seq) {
+                return Err(wrong(seq));
+            }
+            seq += 1;
+        }
+        if seq < to {
+            return Err(missing_live(seq));
+        }
+        let mut lines = texts.live;
+        let end = lines
+            .match_indices('\n')
+            .nth((to - from) as usize - 1)
+            .map_or(0, |(i, _)| i + 1);
+        lines.truncate(end);
+        return Ok(Batch {
+            first_seq: from,
+            count: (to - from) as usize,
+            lines,
+        });
+    }
     let mut lines = String::new();
-    let mut wrong = None;
+    let mut bad = None;
     texts.visit(from, to, |seq, text| {
-        if wrong.is_none() && seq_of_text(text) != Some(seq) {
-            wrong = Some(seq);
+        if bad.is_none() && seq_of_text(text) != Some(seq) {
+            bad = Some(seq);
         }
         lines.push_str(&one_line(text));
         lines.push('\n');
     })?;
-    if let Some(seq) = wrong {
-        return Err(CoreError::SeqMismatch(format!(
-            "flush of session {}: the text given for seq {seq} is not the event at that seq",
-            crate::json::quote(id)
-        )));
+    if let Some(seq) = bad {
+        return Err(wrong(seq));
     }
     Ok(Batch {
         first_seq: from,
@@ -919,7 +956,7 @@ impl<B: Backend> SessionStore for Store<B> {
         if !t.materialized {
             t.header = f.header;
         }
-        let batch = batch_of(&key.id, &f.texts, stored, f.to)?;
+        let batch = batch_of(&key.id, f.texts, stored, f.to)?;
         if batch.count > 0 {
             // The session checked these events; an append reads the stored
             // surface back when it needs it.

@@ -132,6 +132,11 @@ class Session {
       return
     }
     if (typeof id !== 'string') throw fail('session id must be a string', 'INVALID_ARGUMENT')
+    if (seed instanceof Session && options?.invariants !== true) {
+      this.#continue(id, seed, header)
+      return
+    }
+    if (seed instanceof Session) seed = seed.events
     const now = Date.now()
     if (seed !== undefined && seed !== null && !isArray(seed)) {
       throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
@@ -198,6 +203,53 @@ class Session {
     this.#prefix = length
     this.#objsFrom = length
     this.#loadNativeState()
+  }
+
+  /**
+   * A session holding `source`'s whole log under `id` and `header` (a
+   * resume: `ctx.sessions.create(id, { from: await store.open(id) })`),
+   * without checking it event by event again: the log's texts are shared,
+   * its surface replayed from the kept surface ops, `source`'s own events
+   * and what it derived (frozen) taken as they are. A store that knew
+   * `source`'s log as its stored log knows this one's (the native token
+   * moves here; `source` gets a new one, and a store it wrote compares it
+   * in full before writing it again).
+   */
+  #continue(id, source, header) {
+    let headerText = JSON.stringify({ version: 0, id, createdAt: Date.now() })
+    if (header !== undefined) {
+      const copy = snapshot(header, true)
+      if (copy === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      headerText = JSON.stringify(copy)
+    }
+    const end = source.#seq
+    const native = source.#forkNative(end, id)
+    native.setHeader(headerText)
+    native.takeToken(source.#native)
+    const cached = source.#objsFrom === 0 ? source.#objs.slice(0, source.#prefix) : undefined
+    this.#adopt(native, source.#objs.slice(source.#prefix - source.#objsFrom, end - source.#objsFrom), cached)
+    // The same surface over the same events: the same messages and payloads.
+    this.#payloads = new Map(source.#payloads)
+    if (source.#derivedGeneration === source.#generation) {
+      this.#derived = source.#derived.slice()
+      this.#derivedNodes = source.#derivedNodes
+      this.#derivedGeneration = this.#generation
+    }
+  }
+
+  /**
+   * A native log under `id` holding this session's events `0..end`: the
+   * texts the log holds (shared when all), then this session's own events'
+   * surface and header effects replayed.
+   */
+  #forkNative(end, id) {
+    const prefix = Math.min(end, this.#prefix)
+    const child = this.#native.forkPrefix(prefix, id, Date.now(), end)
+    for (let seq = prefix; seq < end; seq++) {
+      const e = this.#objs[seq - this.#objsFrom]
+      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') child.append(e.type, seq, surfaceMetaJson(e), null)
+    }
+    return child
   }
 
   /**
@@ -577,18 +629,11 @@ class Session {
       throw fail(`fork boundary ${end - 1} in session "${this.#id}" is not a turn/end`, 'INVALID_BOUNDARY')
     }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
-    const prefix = Math.min(end, this.#prefix)
-    const child = this.#native.forkPrefix(prefix, id, Date.now(), end)
+    const child = this.#forkNative(end, id)
     // This session's own events up to the boundary go to the child as the
-    // same frozen objects; their surface and header effects are replayed
-    // into its native log.
-    const live = this.#objs.slice(this.#prefix - this.#objsFrom, end - this.#objsFrom)
-    for (let i = 0; i < live.length; i++) {
-      const e = live[i]
-      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') {
-        child.append(e.type, prefix + i, surfaceMetaJson(e), null)
-      }
-    }
+    // same frozen objects.
+    const prefix = Math.min(end, this.#prefix)
+    const live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
     const cached = this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
     return new Session(INTERNAL, child, live, cached)
   }

@@ -175,6 +175,13 @@ impl NativeSession {
         self.token as f64
     }
 
+    /// Take `from`'s token (this session continues `from`'s log, whole);
+    /// `from` gets a new one.
+    #[napi(js_name = "takeToken")]
+    pub fn take_token(&mut self, from: &mut NativeSession) {
+        self.token = std::mem::replace(&mut from.token, new_token());
+    }
+
     /// What a store's flush reads of this session (see `FlushSource`).
     #[napi(js_name = "flushSource")]
     pub fn flush_source(&self) -> FlushSource {

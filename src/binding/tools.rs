@@ -125,7 +125,7 @@ impl Loaded {
 }
 
 /// At most this many characters of a torn record are shown.
-const TORN_SHOWN: usize = 160;
+const TORN_SHOWN: usize = 100;
 
 /// `text` cut to `TORN_SHOWN` characters (an ellipsis says it was).
 fn shown_text(text: &str) -> String {
@@ -139,11 +139,11 @@ fn shown_text(text: &str) -> String {
 /// events, as the one reader of event lines sees it.
 fn torn_cause(text: &str, expected: usize) -> String {
     match crate::scan::read_event_line(text) {
-        Err(_) => "not a JSON event".into(),
+        Err(_) => "is not a JSON event".into(),
         Ok((fields, _)) => match fields.seq.and_then(crate::json::seq_of_text) {
-            Some(seq) if seq == expected as u64 => "an invalid event".into(),
-            Some(seq) => format!("seq gap: expected seq {expected}, got {seq}"),
-            None => format!("seq gap: expected seq {expected}, got no seq"),
+            Some(seq) if seq == expected as u64 => "is not a valid event".into(),
+            Some(seq) => format!("breaks the seq order (expected seq {expected}, got {seq})"),
+            None => format!("breaks the seq order (expected seq {expected}, got none)"),
         },
     }
 }
@@ -162,11 +162,11 @@ fn torn_jsonl(bytes: &[u8], committed: u64, preserved: usize) -> Option<Value> {
     let (text, cause) = match std::str::from_utf8(record) {
         Err(_) => (
             String::from_utf8_lossy(record).into_owned(),
-            "invalid UTF-8".to_string(),
+            "is not valid UTF-8".to_string(),
         ),
         Ok(text) if !ended => (
             text.to_string(),
-            "the last line has no newline: its write was cut short".to_string(),
+            "has no newline at its end (a write cut short)".to_string(),
         ),
         Ok(text) => (text.to_string(), torn_cause(text, preserved)),
     };
@@ -196,8 +196,10 @@ fn torn_sqlite(conn: &Connection, id: &str, preserved: usize) -> Option<Value> {
         )
         .ok()?;
     let cause = match seq.as_u64() {
-        Some(s) if s != preserved as u64 => format!("seq gap: expected seq {preserved}, got {s}"),
-        _ => "its columns do not form an event".to_string(),
+        Some(s) if s != preserved as u64 => {
+            format!("breaks the seq order (expected seq {preserved}, got {s})")
+        }
+        _ => "does not form an event from its columns".to_string(),
     };
     let text = format!("seq {seq}, type {ty}, data {data}");
     Some(json!({"row": preserved + 1, "seq": preserved, "cause": cause, "text": shown_text(&text)}))
@@ -680,7 +682,10 @@ mod tests {
         let gap =
             b"{\"type\":\"session\"}\n{\"type\":\"turn/end\",\"seq\":5,\"time\":1,\"data\":{}}\n";
         let torn = torn_jsonl(gap, 19, 0).unwrap();
-        assert_eq!(torn["cause"], "seq gap: expected seq 0, got 5");
+        assert_eq!(
+            torn["cause"],
+            "breaks the seq order (expected seq 0, got 5)"
+        );
         assert_eq!(torn_jsonl(gap, gap.len() as u64, 1), None);
     }
 

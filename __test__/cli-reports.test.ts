@@ -20,8 +20,9 @@ function jsonError(stderr: string): Record<string, unknown> {
   return (JSON.parse(stderr.trim().split('\n').pop()!) as { error: Record<string, unknown> }).error
 }
 
-const turnStart = (turn: number) => ['turn/start', { turn, trigger: { kind: 'message', source: { kind: 'user' } } }] as const
-const userMessage = (text: string) => ['user/message', { content: [{ type: 'text', text }], source: { kind: 'user' } }, { surfaceOp: 'append' }] as const
+type Live = InstanceType<typeof pkg.Session>
+const turnStart = (s: Live, turn: number) => s.append('turn/start', { turn, trigger: { kind: 'message', source: { kind: 'user' } } })
+const userMessage = (s: Live, text: string) => s.append('user/message', { content: [{ type: 'text', text }], source: { kind: 'user' } }, { surfaceOp: 'append' })
 
 describe.concurrent('dsh-session reports', () => {
   it('names a defect by its file line and the event seq, as fromJsonl counts lines', async () => {
@@ -86,8 +87,8 @@ describe.concurrent('dsh-session reports', () => {
     const db = path.join(dir, 's.db')
     const store = new stores.SqliteSessionStore({ path: db })
     const session = new pkg.Session('wal')
-    session.append(...turnStart(1))
-    session.append(...userMessage('hi'))
+    turnStart(session, 1)
+    userMessage(session, 'hi')
     session.append('turn/end', { turn: 1, reason: { kind: 'completed' } })
     await store.create(session.header)
     await store.flush(session)
@@ -106,7 +107,7 @@ describe.concurrent('dsh-session reports', () => {
     // writers, and when the writer closes, nothing is left.
     const writer = new stores.SqliteSessionStore({ path: db })
     const live = await writer.open('wal')
-    live.append(...turnStart(2))
+    turnStart(live, 2)
     await writer.flush(live)
     const run = await cli(['check', db, '--json'])
     expect(JSON.parse(run.stdout)).toMatchObject({ preserved: 4 })
@@ -119,8 +120,8 @@ describe.concurrent('dsh-session reports', () => {
     for (const kind of ['jsonl', 'sqlite'] as const) {
       const store = kind === 'jsonl' ? new stores.JsonlSessionStore({ root }) : new stores.SqliteSessionStore({ path: path.join(root, 's.db') })
       const session = new pkg.Session(`busy-${kind}`)
-      session.append(...turnStart(1))
-      session.append(...userMessage('still typing'))
+      turnStart(session, 1)
+      userMessage(session, 'still typing')
       await store.create(session.header)
       await store.flush(session)
       const log = kind === 'jsonl' ? (store as InstanceType<typeof stores.JsonlSessionStore>).locate(session.header).path : `sqlite:${path.join(root, 's.db')}#busy-${kind}`

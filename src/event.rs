@@ -73,24 +73,17 @@ impl Kind {
 
     /// The five types that may carry `surfaceOp` / `sourceEventSeqs` (SPEC 1).
     pub fn is_surface_eligible(self) -> bool {
-        matches!(
-            self,
-            Kind::UserMessage
-                | Kind::AssistantMessage
-                | Kind::ToolResult
-                | Kind::ContextMessage
-                | Kind::SteeringMessage
-        )
+        SURFACE_ELIGIBLE.contains(&self)
     }
 }
 
-/// The surface-eligible types by name.
-pub const SURFACE_ELIGIBLE_TYPES: [&str; 5] = [
-    "user/message",
-    "assistant/message",
-    "tool/result",
-    "context/message",
-    "steering/message",
+/// The surface-eligible kinds (SPEC 1), the one list of them.
+pub const SURFACE_ELIGIBLE: [Kind; 5] = [
+    Kind::UserMessage,
+    Kind::AssistantMessage,
+    Kind::ToolResult,
+    Kind::ContextMessage,
+    Kind::SteeringMessage,
 ];
 
 /// `isSurfaceEligibleType(type)`.
@@ -208,8 +201,11 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
             Some(std::borrow::Cow::Borrowed(inner))
         }
     });
-    if ty.as_deref() == Some("request/header-delta") {
-        return Err(ReadError::Invalid(legacy_seed(Legacy::HeaderDelta, index)));
+    // Legacy vocabulary is reported before the envelope (a legacy line is
+    // refused as legacy, whatever else is wrong with it).
+    let kind = ty.as_deref().map_or(Kind::Other, Kind::of);
+    if let Some(legacy) = legacy_of(kind, f.data) {
+        return Err(ReadError::Invalid(legacy_seed(legacy, index)));
     }
     if !f.is_object || f.foreign_key {
         return Err(invalid());
@@ -221,7 +217,6 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
     };
     let surface_op = f.surface_op;
     let source_event_seqs = f.source_event_seqs;
-    let kind = Kind::of(&ty);
     match kind {
         Kind::RequestHeader => {
             let config = data_field(&f, "header")
@@ -231,12 +226,6 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
                 return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
                     "seed request/header at index {index} lacks provider/model"
                 ))));
-            }
-            if data_field(&f, "reason").is_some_and(|r| string_is(r, "fallback")) {
-                return Err(ReadError::Invalid(legacy_seed(
-                    Legacy::FallbackReason,
-                    index,
-                )));
             }
         }
         Kind::AssistantMessage if !has_provider_model(data_field(&f, "provenance")) => {

@@ -527,7 +527,7 @@ fn utf16_units(inner: &str) -> Option<Vec<u16>> {
 }
 
 /// Key text (between quotes) equal to `name`; keys with escapes are decoded.
-fn key_is(raw: &str, name: &str) -> bool {
+pub fn key_is(raw: &str, name: &str) -> bool {
     if raw.as_bytes().contains(&b'\\') {
         utf16_units(raw).is_some_and(|units| units.iter().copied().eq(name.encode_utf16()))
     } else {

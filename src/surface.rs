@@ -5,9 +5,8 @@
 
 use crate::error::{CoreError, CoreResult};
 use crate::event::Kind;
-use crate::json::as_seq;
-use serde::Deserialize;
-use serde_json::Value;
+use crate::json::seq_of_text;
+use crate::scan::{array_items, key_is, member, object_members, string_is};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
@@ -157,13 +156,15 @@ impl Hasher for SeqHasher {
     }
 }
 
-/// The surface-relevant part of one event.
+/// The surface-relevant part of one event: its `surfaceOp` and
+/// `sourceEventSeqs` as raw JSON texts the scanner read (`None` when
+/// absent; a present `null` is `Some("null")`, and the rules reject it).
 pub struct Candidate<'a> {
     pub ty: &'a str,
     pub kind: Kind,
     pub seq: u64,
-    pub surface_op: Option<&'a Value>,
-    pub source_event_seqs: Option<&'a Value>,
+    pub surface_op: Option<&'a str>,
+    pub source_event_seqs: Option<&'a str>,
 }
 
 fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
@@ -186,21 +187,25 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
             "session event \"{ty}\" is surface-eligible and requires a surfaceOp marker"
         )));
     };
-    if op.as_str() == Some("append") {
+    if string_is(op, "append") {
         return Ok(Some(SurfaceOp::Append));
     }
-    let Some(obj) = op.as_object() else {
+    let Some(members) = object_members(op) else {
         return Err(CoreError::Surface(format!(
             "session event \"{ty}\" carries an invalid surfaceOp"
         )));
     };
-    let field = |k: &str| obj.get(k);
+    // Exactly `op`, `start` and `end` (the last of a repeated key counts,
+    // as JSON.parse keeps it).
+    let only_these = members
+        .iter()
+        .all(|&(k, _)| ["op", "start", "end"].iter().any(|name| key_is(k, name)));
     match (
-        field("op"),
-        field("start").and_then(as_seq),
-        field("end").and_then(as_seq),
+        member(&members, "op"),
+        member(&members, "start").and_then(seq_of_text),
+        member(&members, "end").and_then(seq_of_text),
     ) {
-        (Some(Value::String(o)), Some(start), Some(end)) if o == "replace" && obj.len() == 3 => {
+        (Some(o), Some(start), Some(end)) if only_these && string_is(o, "replace") => {
             Ok(Some(SurfaceOp::Replace { start, end }))
         }
         _ => Err(CoreError::Surface(format!(
@@ -213,7 +218,7 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
     // Sorted copy: duplicates are neighbours and membership is a binary search.
     let mut sources: Vec<u64> = Vec::new();
     if let Some(raw) = c.source_event_seqs {
-        let Some(items) = raw.as_array() else {
+        let Some(items) = array_items(raw) else {
             return Err(CoreError::Surface(format!(
                 "sourceEventSeqs on event at seq {} must be an array when present",
                 c.seq
@@ -227,7 +232,7 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
         let mut not_earlier = None;
         sources.reserve(items.len());
         for item in items {
-            let Some(s) = as_seq(item) else {
+            let Some(s) = seq_of_text(item) else {
                 return Err(CoreError::Surface(format!(
                     "session event \"{}\" sourceEventSeqs must densely contain non-negative safe integers",
                     c.ty
@@ -431,30 +436,13 @@ impl Surface {
     }
 }
 
-/// An event's surface fields as given, before the transition rules read
-/// them: `surfaceOp` and `sourceEventSeqs`, each `None` when absent (a
-/// present `null` is `Some(Null)`, and the rules reject it).
-#[derive(Debug, Default, Deserialize)]
-pub struct SurfaceFields {
-    #[serde(
-        rename = "surfaceOp",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    pub surface_op: Option<Value>,
-    #[serde(
-        rename = "sourceEventSeqs",
-        default,
-        deserialize_with = "crate::json::present"
-    )]
-    pub source_event_seqs: Option<Value>,
-}
-
-/// The surface part of one event of a whole log, for `foldSurface`.
-pub struct FoldEvent {
+/// The surface part of one event of a whole log, for `foldSurface`: its
+/// type, seq, and raw `surfaceOp` / `sourceEventSeqs` texts (see `Candidate`).
+pub struct FoldEvent<'a> {
     pub ty: String,
     pub seq: Option<u64>,
-    pub fields: SurfaceFields,
+    pub surface_op: Option<&'a str>,
+    pub source_event_seqs: Option<&'a str>,
 }
 
 /// `foldSurface(events)`: the surface and every replacement over a whole log.
@@ -476,8 +464,8 @@ pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
             ty: &e.ty,
             kind: Kind::of(&e.ty),
             seq: expected,
-            surface_op: e.fields.surface_op.as_ref(),
-            source_event_seqs: e.fields.source_event_seqs.as_ref(),
+            surface_op: e.surface_op,
+            source_event_seqs: e.source_event_seqs,
         })?;
         if let Some(r) = surface.apply(&plan) {
             replacements.push(r);
@@ -489,16 +477,21 @@ pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn step(s: &mut Surface, ty: &str, seq: u64, op: Value, src: Option<Value>) -> CoreResult<()> {
-        let op = if op.is_null() { None } else { Some(op) };
+        let op = if op.is_null() {
+            None
+        } else {
+            Some(op.to_string())
+        };
+        let src = src.map(|v| v.to_string());
         let plan = s.plan(&Candidate {
             ty,
             kind: Kind::of(ty),
             seq,
-            surface_op: op.as_ref(),
-            source_event_seqs: src.as_ref(),
+            surface_op: op.as_deref(),
+            source_event_seqs: src.as_deref(),
         })?;
         s.apply(&plan);
         Ok(())
@@ -536,8 +529,8 @@ mod tests {
                     let j = (i + span - 1).min(model.len() - 1);
                     let shadowed: Vec<u64> = model[i..=j].to_vec();
                     let (start, end) = (model[i], model[j]);
-                    let op = json!({"op": "replace", "start": start, "end": end});
-                    let src = json!(shadowed);
+                    let op = json!({"op": "replace", "start": start, "end": end}).to_string();
+                    let src = json!(shadowed).to_string();
                     let plan = s
                         .plan(&Candidate {
                             ty: "user/message",
@@ -725,7 +718,8 @@ mod tests {
         let e = |seq| FoldEvent {
             ty: "x".into(),
             seq: Some(seq),
-            fields: SurfaceFields::default(),
+            surface_op: None,
+            source_event_seqs: None,
         };
         assert!(fold(&[e(0), e(1)]).is_ok());
         assert_eq!(

@@ -3,13 +3,13 @@
 use super::throw;
 use crate::error::CoreError;
 use crate::event::{is_surface_eligible_type, Kind};
+use crate::json::seq_of_text;
 use crate::repair::{closers, ScanEvent};
-use crate::surface::{fold, FoldEvent, SurfaceFields};
+use crate::scan::{array_items, member, object_members, string_value};
+use crate::surface::{fold, FoldEvent};
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 #[napi(js_name = "isSurfaceEligibleType")]
@@ -17,32 +17,29 @@ pub fn is_surface_eligible_type_js(ty: String) -> bool {
     is_surface_eligible_type(&ty)
 }
 
-#[derive(Deserialize)]
-struct FoldRow {
-    #[serde(rename = "type")]
-    ty: Value,
-    seq: Value,
-    #[serde(flatten)]
-    fields: SurfaceFields,
-}
-
-/// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON.
+/// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON
+/// (what JS serialized of the caller's events), read by the scanner.
 #[napi(js_name = "foldSurfaceJson")]
 pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
-    let rows: Vec<FoldRow> = serde_json::from_str(&rows).map_err(|e| {
+    let bad = || {
         throw(
             &env,
-            CoreError::InvalidArgument(format!("foldSurface: {e}")),
+            CoreError::InvalidArgument("foldSurface: events are not JSON objects".into()),
         )
-    })?;
-    let events: Vec<FoldEvent> = rows
-        .into_iter()
-        .map(|r| FoldEvent {
-            ty: r.ty.as_str().unwrap_or_default().to_string(),
-            seq: crate::json::as_seq(&r.seq),
-            fields: r.fields,
-        })
-        .collect();
+    };
+    let rows = array_items(&rows).ok_or_else(bad)?;
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let members = object_members(row).ok_or_else(bad)?;
+        events.push(FoldEvent {
+            ty: member(&members, "type")
+                .and_then(string_value)
+                .unwrap_or_default(),
+            seq: member(&members, "seq").and_then(seq_of_text),
+            surface_op: member(&members, "surfaceOp"),
+            source_event_seqs: member(&members, "sourceEventSeqs"),
+        });
+    }
     let (nodes, replacements) = fold(&events).map_err(|e| throw(&env, e))?;
     let replacements: Vec<Value> = replacements
         .into_iter()
@@ -51,32 +48,31 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
     Ok(json!({"nodes": nodes, "replacements": replacements}).to_string())
 }
 
-#[derive(Deserialize)]
-struct ScanRow<'a> {
-    #[serde(rename = "type")]
-    ty: Option<Value>,
-    seq: Option<Value>,
-    time: Option<Value>,
-    #[serde(borrow)]
-    data: Option<&'a RawValue>,
-}
-
-/// `interruptedTurnClosers` over events given as one JSON array.
+/// `interruptedTurnClosers` over events given as one JSON array (what JS
+/// serialized of the caller's events), read by the scanner.
 #[napi(js_name = "interruptedTurnClosersJson")]
 pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String> {
-    let rows: Vec<ScanRow> = serde_json::from_str(&events).map_err(|e| {
+    let bad = || {
         throw(
             &env,
-            CoreError::InvalidArgument(format!("interruptedTurnClosers: {e}")),
+            CoreError::InvalidArgument(
+                "interruptedTurnClosers: events are not JSON objects".into(),
+            ),
         )
-    })?;
-    let scan = rows.iter().map(|r| ScanEvent {
-        kind: Kind::of(r.ty.as_ref().and_then(Value::as_str).unwrap_or_default()),
-        seq: r.seq.as_ref().and_then(Value::as_u64).unwrap_or(0),
-        time: r.time.as_ref().and_then(Value::as_u64).unwrap_or(0),
-        data: r.data.map(|d| d.get()).unwrap_or("null"),
-    });
-    Ok(format!("[{}]", closers(scan).join(",")))
+    };
+    let rows = array_items(&events).ok_or_else(bad)?;
+    let mut scan = Vec::with_capacity(rows.len());
+    for row in rows {
+        let members = object_members(row).ok_or_else(bad)?;
+        let field = |name| member(&members, name);
+        scan.push(ScanEvent {
+            kind: Kind::of(&field("type").and_then(string_value).unwrap_or_default()),
+            seq: field("seq").and_then(seq_of_text).unwrap_or(0),
+            time: field("time").and_then(seq_of_text).unwrap_or(0),
+            data: field("data").unwrap_or("null"),
+        });
+    }
+    Ok(format!("[{}]", closers(scan.into_iter()).join(",")))
 }
 
 /// Reject legacy request-header vocabulary on append (SPEC 7).

@@ -258,9 +258,10 @@ impl NativeSession {
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
     pub fn surface_eligible_types() -> Vec<String> {
-        crate::event::SURFACE_ELIGIBLE_TYPES
+        crate::event::SURFACE_ELIGIBLE
             .iter()
-            .map(|t| t.to_string())
+            .filter_map(|k| k.name())
+            .map(str::to_string)
             .collect()
     }
 

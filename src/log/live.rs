@@ -5,7 +5,8 @@
 use super::{header_seq, Log, Prepared};
 use crate::error::{CoreError, CoreResult};
 use crate::event::{legacy_of, Kind};
-use crate::surface::{Candidate, SurfaceFields};
+use crate::scan::{member, object_members};
+use crate::surface::Candidate;
 
 impl Log {
     /// Validate a live append (SPEC 4 steps 2, 5, 6). `surface_meta` is the
@@ -30,20 +31,21 @@ impl Log {
                 legacy.uses_message(&format!("session event \"{ty}\"")),
             ));
         }
-        let meta: SurfaceFields = match surface_meta {
-            Some(m) => serde_json::from_str(m).map_err(|_| {
+        // `{surfaceOp?, sourceEventSeqs?}` as JS wrote it from its snapshot.
+        let members = match surface_meta {
+            Some(m) => object_members(m).ok_or_else(|| {
                 CoreError::NotLossless(format!(
                     "session event \"{ty}\" carries non-JSON-serializable surface metadata"
                 ))
             })?,
-            None => SurfaceFields::default(),
+            None => Vec::new(),
         };
         let plan = self.surface.plan(&Candidate {
             ty,
             kind,
             seq,
-            surface_op: meta.surface_op.as_ref(),
-            source_event_seqs: meta.source_event_seqs.as_ref(),
+            surface_op: member(&members, "surfaceOp"),
+            source_event_seqs: member(&members, "sourceEventSeqs"),
         })?;
         let header = header_seq(kind, seq);
         Ok(Prepared { plan, header })

@@ -34,7 +34,6 @@ use crate::error::{CoreError, CoreResult};
 use crate::event::{read_event, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// Where an accepted event's text is: to copy in, or already in the buffer.
@@ -261,18 +260,14 @@ impl Log {
                 e.seq
             ))));
         }
-        let parse = |raw: Option<&str>| {
-            raw.map(|r| serde_json::from_str::<Value>(r).unwrap_or(Value::Null))
-        };
-        let (surface_op, source_event_seqs) = (parse(e.surface_op), parse(e.source_event_seqs));
         let plan = self
             .surface
             .plan(&Candidate {
                 ty: &e.ty,
                 kind: e.kind,
                 seq: e.seq,
-                surface_op: surface_op.as_ref(),
-                source_event_seqs: source_event_seqs.as_ref(),
+                surface_op: e.surface_op,
+                source_event_seqs: e.source_event_seqs,
             })
             .map_err(|err| {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))

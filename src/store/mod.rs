@@ -24,7 +24,6 @@ use crate::log::{Log, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Refused};
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -689,21 +688,14 @@ fn batch_of(id: &str, texts: SessionTexts, from: u64, to: u64) -> CoreResult<Bat
 /// every event's envelope, then legacy vocabulary (SPEC 7). Contiguity is
 /// checked once the stored length is known.
 fn parse_batch(id: &str, json: &str) -> CoreResult<(Batch, Vec<u64>)> {
-    let items: Vec<&RawValue> = serde_json::from_str(json).map_err(|e| {
-        CoreError::InvalidArgument(format!("append batch is not a JSON array: {e}"))
-    })?;
+    let items = crate::scan::array_items(json)
+        .ok_or_else(|| CoreError::InvalidArgument("append batch is not a JSON array".into()))?;
     let mut seqs = Vec::with_capacity(items.len());
     let mut lines = String::with_capacity(json.len() + items.len());
     let mut legacy = None;
-    for (index, raw) in items.iter().enumerate() {
-        let text = raw.get();
+    for (index, &text) in items.iter().enumerate() {
         match read_event(text, index) {
-            Ok(e) => {
-                if legacy.is_none() {
-                    legacy = legacy_of(e.kind, Some(e.data)).map(|l| (l, e.seq));
-                }
-                seqs.push(e.seq);
-            }
+            Ok(e) => seqs.push(e.seq),
             Err(ReadError::Invalid(CoreError::LegacyVocabulary(_))) => {
                 if legacy.is_none() {
                     legacy = legacy_in(text).map(|(l, seq)| (l, seq.unwrap_or(index as u64)));
@@ -743,18 +735,10 @@ fn parse_batch(id: &str, json: &str) -> CoreResult<(Batch, Vec<u64>)> {
 /// The legacy form of an event text that `read_event` rejected as legacy,
 /// and its seq when it has one.
 pub(crate) fn legacy_in(text: &str) -> Option<(crate::event::Legacy, Option<u64>)> {
-    #[derive(serde::Deserialize)]
-    struct Probe<'a> {
-        #[serde(rename = "type")]
-        ty: Option<Value>,
-        seq: Option<Value>,
-        #[serde(borrow)]
-        data: Option<&'a RawValue>,
-    }
-    let p: Probe = serde_json::from_str(text).ok()?;
-    let kind = Kind::of(p.ty.as_ref()?.as_str()?);
-    let legacy = legacy_of(kind, p.data.map(RawValue::get))?;
-    Some((legacy, p.seq.as_ref().and_then(crate::json::as_seq)))
+    let (fields, _) = crate::scan::read_event_line(text).ok()?;
+    let kind = Kind::of(&crate::scan::string_value(fields.ty?)?);
+    let legacy = legacy_of(kind, fields.data)?;
+    Some((legacy, fields.seq.and_then(crate::json::seq_of_text)))
 }
 
 /// An event text on one line: JSON whitespace may hold newlines (a
@@ -797,15 +781,13 @@ fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surfa
             // `parse_batch` read every event already.
             Err(_) => continue,
         };
-        let parse = |raw: Option<&str>| raw.map(|r| serde_json::from_str::<Value>(r).ok());
-        let (op, sources) = (parse(e.surface_op), parse(e.source_event_seqs));
         let plan = next
             .plan(&Candidate {
                 ty: &e.ty,
                 kind: e.kind,
                 seq: e.seq,
-                surface_op: op.as_ref().map(|v| v.as_ref().unwrap_or(&Value::Null)),
-                source_event_seqs: sources.as_ref().map(|v| v.as_ref().unwrap_or(&Value::Null)),
+                surface_op: e.surface_op,
+                source_event_seqs: e.source_event_seqs,
             })
             .map_err(|err| {
                 err.map_message(|m| {

@@ -186,8 +186,7 @@ impl TlsOptions {
             }
             return None;
         }
-        let text = e.to_string();
-        if text.contains("server does not support TLS") {
+        if chain(e).any(|s| s.to_string().contains("server does not support TLS")) {
             return Some(format!(
                 "the server does not accept TLS connections, and sslmode={} requires TLS",
                 self.mode.name()

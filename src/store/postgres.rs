@@ -14,6 +14,7 @@
 //! are repaired by the shared load (`store::load`).
 
 mod conn;
+mod schema;
 mod tls;
 
 use super::load::{self, Place, Repaired};
@@ -24,6 +25,7 @@ use crate::log::Log;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use rusqlite::types::{Value as SqlValue, ValueRef};
+use schema::{schema_sql, schema_tables_sql, Found, TABLES};
 use serde_json::Value;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -286,89 +288,6 @@ impl Tx<'_> {
         self.conn
             .batch(sql, deadline)
             .map_err(|f| self.backend.fail(f))
-    }
-}
-
-/// A column of `information_schema`-like shape: name and type.
-type Column = (&'static str, &'static str);
-
-/// The columns of the store's tables, as `format_type` names their types.
-const TABLES: [(&str, &[Column]); 4] = [
-    ("dsh_meta", &[("key", "text"), ("value", "text")]),
-    (
-        "sessions",
-        &[
-            ("id", "text"),
-            ("version", "bigint"),
-            ("created_at", "bigint"),
-            ("cwd", "text"),
-            ("parent_session", "text"),
-            ("seed_length", "bigint"),
-        ],
-    ),
-    (
-        "events",
-        &[
-            ("session_id", "text"),
-            ("seq", "bigint"),
-            ("type", "text"),
-            ("time", "bigint"),
-            ("data", "text"),
-            ("source_event_seqs", "text"),
-            ("surface_op", "text"),
-        ],
-    ),
-    (
-        "leases",
-        &[
-            ("session_id", "text"),
-            ("holder", "text"),
-            ("host", "text"),
-            ("pid", "bigint"),
-            ("epoch", "bigint"),
-            ("expires_at", "timestamp with time zone"),
-        ],
-    ),
-];
-
-/// The store's tables found in a schema: each one's kind and columns.
-struct Found {
-    tables: Vec<(String, char, Vec<(String, String)>)>,
-}
-
-impl Found {
-    fn get(&self, table: &str) -> Option<&(String, char, Vec<(String, String)>)> {
-        self.tables.iter().find(|(t, _, _)| t == table)
-    }
-
-    /// The first of the store's tables present with another shape: its
-    /// name and what it holds.
-    fn foreign(&self, only: Option<&str>) -> Option<(String, String)> {
-        for (table, expected) in TABLES {
-            if only.is_some_and(|o| o != table) {
-                continue;
-            }
-            let Some((_, kind, cols)) = self.get(table) else {
-                continue;
-            };
-            let mut have: Vec<(&str, &str)> =
-                cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
-            let mut want: Vec<(&str, &str)> = expected.to_vec();
-            have.sort_unstable();
-            want.sort_unstable();
-            if *kind != 'r' && *kind != 'p' || have != want {
-                let shown = if *kind != 'r' && *kind != 'p' {
-                    "not a table".to_string()
-                } else {
-                    cols.iter()
-                        .map(|(n, t)| format!("{n} {t}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                return Some((table.to_string(), shown));
-            }
-        }
-        None
     }
 }
 
@@ -786,7 +705,7 @@ impl PostgresBackend {
              ORDER BY c.relname, a.attnum",
             &[(&self.options.schema, Type::TEXT)],
         )?;
-        let mut tables: Vec<(String, char, Vec<(String, String)>)> = Vec::new();
+        let mut found = Found::default();
         for row in &rows {
             let table: String = row.try_get(0).unwrap_or_default();
             let kind: String = row.try_get(1).unwrap_or_default();
@@ -795,14 +714,9 @@ impl PostgresBackend {
                 .ok()
                 .flatten()
                 .zip(row.try_get::<_, Option<String>>(3).ok().flatten());
-            if tables.last().is_none_or(|(t, _, _)| *t != table) {
-                tables.push((table, kind.chars().next().unwrap_or('?'), Vec::new()));
-            }
-            if let (Some(c), Some(last)) = (column, tables.last_mut()) {
-                last.2.push(c);
-            }
+            found.add(table, kind.chars().next().unwrap_or('?'), column);
         }
-        Ok(Found { tables })
+        Ok(found)
     }
 
     fn foreign_error(&self, (table, shown): (String, String)) -> CoreError {
@@ -822,7 +736,7 @@ impl PostgresBackend {
         if let Some(foreign) = found.foreign(Some("dsh_meta")) {
             return Err(self.foreign_error(foreign));
         }
-        let version: Option<String> = if found.get("dsh_meta").is_some() {
+        let version: Option<String> = if found.has("dsh_meta") {
             tx.query_opt(
                 &format!("SELECT value FROM {s}.dsh_meta WHERE key = 'schema_version'"),
                 &[],
@@ -836,7 +750,7 @@ impl PostgresBackend {
                 if let Some(foreign) = found.foreign(None) {
                     return Err(self.foreign_error(foreign));
                 }
-                if found.tables.len() < TABLES.len() && !self.read_only {
+                if found.len() < TABLES.len() && !self.read_only {
                     // Stamped, a table dropped since: made again.
                     tx.batch(&schema_tables_sql(s))?;
                 }
@@ -1182,28 +1096,6 @@ impl PostgresBackend {
     pub fn execute(&self, sql: &str) -> CoreResult<()> {
         self.tx(|tx| tx.batch(sql))
     }
-}
-
-/// The tables of schema version `SCHEMA_VERSION` in schema `s` (quoted).
-fn schema_tables_sql(s: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {s}.dsh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-         CREATE TABLE IF NOT EXISTS {s}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
-           created_at BIGINT NOT NULL, cwd TEXT, parent_session TEXT, seed_length BIGINT);
-         CREATE TABLE IF NOT EXISTS {s}.events (session_id TEXT NOT NULL REFERENCES {s}.sessions(id) ON DELETE CASCADE, \
-           seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data TEXT NOT NULL, \
-           source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq));
-         CREATE TABLE IF NOT EXISTS {s}.leases (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, \
-           host TEXT NOT NULL, pid BIGINT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);"
-    )
-}
-
-/// The tables and the version stamp.
-fn schema_sql(s: &str) -> String {
-    format!(
-        "{}\n         INSERT INTO {s}.dsh_meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');",
-        schema_tables_sql(s)
-    )
 }
 
 /// The six values of an `events` row as the SQLite splice reads them; a

@@ -32,8 +32,9 @@ pub type Params<'a> = [(&'a (dyn ToSql + Sync), Type)];
 pub struct Conn {
     client: Client,
     /// Drives the connection while this connection's owner waits on it;
-    /// dropping it ends the connection task and closes the socket.
-    rt: Runtime,
+    /// shutting it down ends the connection task and closes the socket.
+    /// Always `Some` until dropped.
+    rt: Option<Runtime>,
     /// A wait on it timed out, or it failed below the SQL level: never
     /// reused.
     broken: bool,
@@ -89,11 +90,18 @@ impl Conn {
         match started {
             Ok(Ok(client)) => Ok(Conn {
                 client,
-                rt,
+                rt: Some(rt),
                 broken: false,
             }),
-            Ok(Err(e)) => Err(ConnectFailure::Pg(e)),
-            Err(_) => Err(ConnectFailure::TimedOut(deadline)),
+            failed => {
+                // Not waiting for a name lookup still running on the
+                // runtime's blocking pool (its answer no longer matters).
+                rt.shutdown_background();
+                match failed {
+                    Ok(Err(e)) => Err(ConnectFailure::Pg(e)),
+                    _ => Err(ConnectFailure::TimedOut(deadline)),
+                }
+            }
         }
     }
 
@@ -122,6 +130,13 @@ impl Conn {
         }
     }
 
+    fn parts(&self) -> Result<(&Client, &Runtime), Failure> {
+        match &self.rt {
+            Some(rt) => Ok((&self.client, rt)),
+            None => Err(Failure::TimedOut(Duration::ZERO)),
+        }
+    }
+
     /// One statement with typed parameters; its rows.
     pub fn query(
         &mut self,
@@ -129,8 +144,8 @@ impl Conn {
         params: &Params<'_>,
         deadline: Duration,
     ) -> Result<Vec<Row>, Failure> {
-        let client = &self.client;
-        let out = self.rt.block_on(async {
+        let (client, rt) = self.parts()?;
+        let out = rt.block_on(async {
             tokio::time::timeout(deadline, client.query_typed(sql, params)).await
         });
         self.settle(out, deadline)
@@ -138,10 +153,19 @@ impl Conn {
 
     /// Statements without parameters, as one simple query.
     pub fn batch(&mut self, sql: &str, deadline: Duration) -> Result<(), Failure> {
-        let client = &self.client;
-        let out = self
-            .rt
-            .block_on(async { tokio::time::timeout(deadline, client.batch_execute(sql)).await });
+        let (client, rt) = self.parts()?;
+        let out =
+            rt.block_on(async { tokio::time::timeout(deadline, client.batch_execute(sql)).await });
         self.settle(out, deadline)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            // Never waits: not on a server that stopped answering, nor on
+            // a blocking task of the runtime.
+            rt.shutdown_background();
+        }
     }
 }

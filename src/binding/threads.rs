@@ -73,3 +73,35 @@ fn work() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{mpsc, Arc};
+    use std::time::Instant;
+
+    #[test]
+    fn as_many_jobs_wait_at_once_as_were_spawned() {
+        // Each job waits until all six run: a pool that did not grow to six
+        // threads would leave some waiting until the bound.
+        let started = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = mpsc::channel();
+        for _ in 0..6 {
+            let started = started.clone();
+            let done = done.clone();
+            let job: Job = Box::new(move || {
+                started.fetch_add(1, Ordering::SeqCst);
+                let bound = Instant::now() + Duration::from_secs(10);
+                while started.load(Ordering::SeqCst) < 6 && Instant::now() < bound {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let _ = done.send(started.load(Ordering::SeqCst));
+            });
+            assert!(spawn(job).is_ok());
+        }
+        for _ in 0..6 {
+            assert_eq!(finished.recv_timeout(Duration::from_secs(20)), Ok(6));
+        }
+    }
+}

@@ -319,11 +319,13 @@ export interface SessionOptions {
 export declare class Session {
   /**
    * @param id - the session identity.
-   * @param seed - events to replay (validated and snapshotted; a failing seed constructs nothing).
+   * @param seed - events to replay (validated and snapshotted; a failing seed constructs nothing),
+   *   or a session whose whole log this one continues as it is (a resume, e.g. of a session a
+   *   store opened: no event is checked again, events already frozen are shared).
    * @param header - creation metadata; omitted, `{ version: 0, id, createdAt: Date.now() }`.
    * @param options - `{ invariants: true }` checks SPEC 9 on the seed and every append.
    */
-  constructor(id: SessionId | string, seed?: readonly SessionEvent[], header?: SessionHeader, options?: SessionOptions)
+  constructor(id: SessionId | string, seed?: readonly SessionEvent[] | Session, header?: SessionHeader, options?: SessionOptions)
 
   /** A whole v0 JSONL log (header line + events), parsed and validated natively. Throws with `err.line` on a defective log. */
   static fromJsonl(text: string | Uint8Array): Session
@@ -531,6 +533,12 @@ export declare class PostgresSessionStore extends StoreMethods implements Durabl
 export interface CreateSessionOptions {
   /** Events to replay (validated and snapshotted as by `new Session`). */
   readonly seed?: readonly SessionEvent[]
+  /**
+   * Instead of `seed`: a session whose whole log the new one continues as it
+   * is, without checking it event by event (a resume:
+   * `ctx.sessions.create(id, { from: await store.open(id), meta })`).
+   */
+  readonly from?: Session
   /** Header fields; `createdAt` defaults to now. Other keys are ignored. */
   readonly meta?: {
     readonly cwd?: string

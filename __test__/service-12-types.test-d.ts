@@ -16,7 +16,9 @@ import {
   type SessionEvent,
   type SessionForkErrorCode,
   type SessionForkSource,
+  type SessionHeader,
   type SessionId,
+  type SessionOptions,
 } from '../index.js'
 
 declare const ctx: Context
@@ -39,6 +41,11 @@ describe('exports', () => {
 
   it('CreateSessionOptions and SessionForkSource', () => {
     expectTypeOf<CreateSessionOptions['seed']>().toEqualTypeOf<readonly SessionEvent[] | undefined>()
+    // A resume continues a session's log as it is (issue 20).
+    expectTypeOf<CreateSessionOptions['from']>().toEqualTypeOf<Session | undefined>()
+    expectTypeOf(Session).constructorParameters.toEqualTypeOf<
+      [id: SessionId | string, seed?: readonly SessionEvent[] | Session, header?: SessionHeader, options?: SessionOptions]
+    >()
     expectTypeOf<NonNullable<CreateSessionOptions['meta']>['parentSession']>().toEqualTypeOf<SessionId | undefined>()
     expectTypeOf<SessionForkSource>().toEqualTypeOf<Session | SessionId>()
   })

@@ -26,15 +26,6 @@ const { startProxy } = nodeRequire('./fixtures-pg/proxy.cjs') as typeof import('
 
 const { cleanup, dirFor } = testCleanup()
 
-/**
- * Whether the store reads the stored log again (under its lease) after a
- * failed write before it writes again, and a flush then writes only what
- * is missing: the generic rule of src/store/mod.rs that the retried-flush
- * test below needs. Without it, a retried flush after a COMMIT that did
- * commit fails SEQ_MISMATCH. Enable when that rule is merged.
- */
-const STORE_READS_AGAIN_AFTER_A_FAILED_WRITE = false
-
 const STATEMENT_MS = 1000
 
 async function proxied(label: string) {
@@ -89,7 +80,7 @@ describe.skipIf(PG_URL === undefined)('issue 19: an ambiguous COMMIT', () => {
       expect((await fresh.load('s')).events).toEqual(session.events.slice(0, committed ? 18 : 9))
     })
 
-    it.skipIf(!STORE_READS_AGAIN_AFTER_A_FAILED_WRITE)(
+    it(
       `${what}: the same store's retried flush succeeds and writes only what is missing; the log loads back equal`,
       async () => {
         const { proxy, store, dir } = await proxied(`pg19-retry-${mode}`)

@@ -185,6 +185,18 @@ class SessionStore {
     if (meta.parentSession !== undefined) header.parentSession = meta.parentSession
     if (meta.seedLength !== undefined) header.seedLength = meta.seedLength
     const Session = sessionClass()
+    const from = options?.from
+    if (from !== undefined) {
+      // A resume: the log of a session of this package (one a store opened),
+      // taken as it is (see `new Session(id, session)`).
+      if (!(from instanceof Session)) {
+        throw Object.assign(new TypeError('sessions.prepare: options.from must be a Session of dsh-session-native'), { code: 'INVALID_ARGUMENT' })
+      }
+      if (options.seed !== undefined) {
+        throw Object.assign(new TypeError('sessions.prepare takes options.seed or options.from, not both'), { code: 'INVALID_ARGUMENT' })
+      }
+      return new Session(sessionId, from, header)
+    }
     return new Session(sessionId, options?.seed, header)
   }
 

@@ -10,9 +10,6 @@
 const path = require('node:path')
 const { NativeStore } = require('../binding.js')
 
-/** Bytes of event text copied per main-thread step while staging a flush. */
-const STAGE_CHUNK_BYTES = 1 << 20
-
 function fail(message, code) {
   const error = new Error(message)
   error.code = code
@@ -38,31 +35,23 @@ function core() {
 const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
 
 const noop = () => {}
-const nextTick = () => new Promise((resolve) => setImmediate(resolve))
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
-/** Events whose texts a flush builds per event-loop turn. */
-const PENDING_PART_EVENTS = 4096
+/** Live events whose texts a flush writes per event-loop turn (about 4 ms of `JSON.stringify`). */
+const LIVE_PART_EVENTS = 4096
 
 /**
- * The session's pending texts for a flush, built a part per event-loop turn
- * (a live session of 100k events would otherwise stringify them all at
- * once on the main thread): `{ native, parts }`, the parts one batch in
- * order (none when nothing is pending).
+ * The texts of `session`'s live events `from..to`, as UTF-8 parts built a
+ * part per event-loop turn (a live session of a million events would
+ * otherwise stringify them all at once on the main thread).
  */
-async function pendingOf(session, internal) {
-  const { native, from, to } = internal.pendingRange(session)
+async function liveParts(session, internal, from, to) {
   const parts = []
-  for (let a = from; a < to; a += PENDING_PART_EVENTS) {
-    if (a > from) await nextTick()
-    parts.push(internal.pendingPart(session, a, Math.min(to, a + PENDING_PART_EVENTS)))
+  for (let a = from; a < to; a += LIVE_PART_EVENTS) {
+    if (a > from) await nextTurn()
+    parts.push(Buffer.from(internal.liveLines(session, a, Math.min(to, a + LIVE_PART_EVENTS)), 'utf8'))
   }
-  const now = internal.pendingRange(session)
-  if (parts.length > 1 && now.from !== from) {
-    // Another path (toJsonl, fork) handed texts to the native log meanwhile:
-    // take what is pending now, at once.
-    return { native: now.native, parts: now.from < now.to ? [internal.pendingPart(session, now.from, now.to)] : [] }
-  }
-  return { native, parts }
+  return parts
 }
 
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
@@ -209,19 +198,27 @@ class SessionStoreBase {
     })
   }
 
-  /** The same load, straight into a `Session` (events stay native until read). */
+  /**
+   * The same load, straight into a `Session` (events stay native until
+   * read). It resolves once the payloads the first `deriveMessages()` reads
+   * are parsed, a few milliseconds per event-loop turn.
+   */
   open(id) {
     return this.#start(() => {
       const file = this.#file(id)
       const { internal } = core()
-      return this.#chain(id, () => this.#native.open(id, file).then((native) => internal.wrapNative(native)))
+      return this.#chain(id, async () => {
+        const session = internal.wrapNative(await this.#native.open(id, file))
+        await internal.warm(session)
+        return session
+      })
     })
   }
 
   /**
-   * Persist every event of `session` the store does not hold yet, as one
-   * durable batch (creating the log on first use). Resolves to how many
-   * events were written.
+   * Persist the events of `session` the store does not hold yet, up to its
+   * length now, as one durable batch (creating the log on first use);
+   * SPEC 11.1. Resolves to how many events were written.
    */
   flush(session) {
     return this.#start(() => {
@@ -229,42 +226,27 @@ class SessionStoreBase {
       if (!(session instanceof Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
       const id = session.id
       const file = this.#file(id)
-      // The session's idle hand-over waits from now until this flush has
-      // built and handed over the same texts (it would stringify them twice,
-      // and make the flush build what is left at once).
-      const resume = internal.holdHandOver(session)
-      const flushed = this.#chain(id, () => this.#flushPending(session, internal, id, file))
-      flushed.then(resume, resume)
-      return flushed
+      // The range ends here, at the call: later appends wait for the next flush.
+      const source = internal.flushSource(session)
+      return this.#chain(id, () => this.#flushRange(session, internal, source, id, file))
     })
   }
 
-  /** One flush: the pending texts built a part per turn, staged, written; the session takes them meanwhile. */
-  async #flushPending(session, internal, id, file) {
-    const { native, parts } = await pendingOf(session, internal)
-    const staged = this.#native.stage(native, id, parts.length === 0 ? undefined : parts.map((p) => p.bytes))
-    if (staged.more(native, STAGE_CHUNK_BYTES)) {
-      // A long copy yields to the event loop (in bounded steps): the
-      // session takes its pending texts first, so nothing runs between.
-      for (const part of parts) internal.attachPending(session, part)
-      while (staged.more(native, STAGE_CHUNK_BYTES)) await nextTick()
-      return this.#native.flush(staged, id, file)
+  /**
+   * One flush: from where this store knows the session's log is stored (its
+   * own earlier flush), or from seq 0, which the store then compares with
+   * what it holds. The texts the native log holds are read off the main
+   * thread; the session's own events are stringified a part per turn.
+   */
+  async #flushRange(session, internal, { native, prefix, to }, id, file) {
+    let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
+    for (;;) {
+      const liveFrom = Math.max(start, prefix)
+      const parts = await liveParts(session, internal, liveFrom, to)
+      const written = await this.#native.flush(native.flushSource(), id, file, start, to, liveFrom, parts)
+      if (written >= 0 || start === 0) return Math.max(written, 0)
+      start = 0
     }
-    const written = this.#native.flush(staged, id, file)
-    // The session takes its pending texts while the pool writes them
-    // (a part per event-loop turn). The pool checks the texts as the
-    // session does: if the session refuses them, the write fails the
-    // same way.
-    try {
-      for (let i = 0; i < parts.length; i++) {
-        if (i > 0) await nextTick()
-        internal.attachPending(session, parts[i])
-      }
-    } catch (error) {
-      written.catch(noop)
-      throw error
-    }
-    return written
   }
 
   /** Headers of every stored session (never-appended sessions are absent). */

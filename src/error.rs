@@ -76,6 +76,10 @@ pub enum CoreError {
     /// A PostgreSQL failure (a statement timeout, a lost connection), with the database it concerns.
     #[error("{0}")]
     Pg(String),
+    /// A failure inside this library (a block that does not decompress, a
+    /// thread that panicked): a bug, never a made-up value.
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl CoreError {
@@ -105,6 +109,7 @@ impl CoreError {
             CoreError::LeaseLost(_) => "LEASE_LOST",
             CoreError::PgConnect(_) => "PG_CONNECT",
             CoreError::Pg(_) => "PG",
+            CoreError::Internal(_) => "INTERNAL",
         }
     }
 
@@ -135,6 +140,7 @@ impl CoreError {
             LeaseLost(m) => LeaseLost(f(m)),
             PgConnect(m) => PgConnect(f(m)),
             Pg(m) => Pg(f(m)),
+            Internal(m) => Internal(f(m)),
         }
     }
 }

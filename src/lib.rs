@@ -6,7 +6,6 @@ pub mod event;
 pub mod invariants;
 pub mod json;
 pub mod log;
-pub mod memory;
 pub mod priority;
 pub mod repair;
 pub mod scan;

@@ -3,36 +3,25 @@
 //
 // One owner for every piece of session state:
 //
-// - The native log (`NativeSession`) owns the record: the text of every event
-//   it holds, each event's kind/time/surface op, the surface (its order,
-//   `replaceGeneration` and every transition rule), the session header, and
-//   the header fold (which event is the latest `request/header`). Nothing in
-//   JS recomputes any of these.
-// - JS owns the frozen event objects and what is derived from them: the
-//   messages (the derivation rule lives in `derive.js` and runs on frozen
-//   events, so a message shares its event's `content`) and the canonical
-//   request header (`header.js`).
-// - What JS holds of native state is a view, written only from what the
-//   native log answered: `#nodes` is changed only by the effect an append
-//   returned (push, or splice at the positions `lastReplace()` gives);
-//   `#headerStale` only by the header bit of that effect.
-// - An event's object and its text are two forms of one event, never edited:
-//   a live append makes the object, and its text reaches the native log when
-//   a native path needs it (`toJsonl`, `fork`, a store flush: `#sync`) or
-//   on idle turns after a `deriveMessages()` finds 4,096 pending
-//   (`#scheduleHandOver`); a resumed or seeded log has texts, and objects
-//   are parsed when read (`events`, or the surface events a derive needs:
-//   `#materialize`).
-// - Once its text is in the native log, JS lets go of an event's object
-//   (`#release`), keeping only those a derive or the header fold reads, as a
-//   seeded session does, and a WeakRef to the others: while a caller holds
-//   one, `events` gives that same object. So a long live session holds about
-//   what a seeded one does: its surface as objects, the rest as texts the
-//   native log keeps compressed (`src/log/texts.rs`).
+// | state                                                  | owner                                  | what the other side holds |
+// |--------------------------------------------------------|----------------------------------------|---------------------------|
+// | events given as text (a seed, a read, a fork's copy):  | native log (`NativeSession`), events   | objects parsed when read  |
+// |   their texts, kinds, times, surface ops               |   `0..#prefix`                         |   (`events`, derive)      |
+// | events appended here (live): the frozen objects        | JS (`#objs`), events `#prefix..#seq`   | nothing: a store's flush, |
+// |                                                        |                                        |   `toJsonl` write their   |
+// |                                                        |                                        |   text, nobody keeps it   |
+// | the surface (order, `replaceGeneration`, every rule)   | native log (`surface.rs`)              | `#nodes`: changed only by |
+// |                                                        |                                        |   the effect an append    |
+// |                                                        |                                        |   returns                 |
+// | the header fold (which event is the latest header)     | native log                             | a "stale" flag            |
+// | the session header                                     | native log                             | the frozen object parsed  |
+// |                                                        |                                        |   once                    |
+// | derived messages, the canonical request header         | JS (`derive.js`, `header.js`)          | nothing                   |
 //
-// So the per-step calls cost O(new surface nodes): `deriveMessages()` derives
-// only nodes it has not seen, from objects already in JS, and never hands
-// texts to the native log; `requestHeader()` is a cached object.
+// An event is never edited, so an object parsed from a native text is a
+// cache of it. The per-step calls cost O(new surface nodes):
+// `deriveMessages()` derives only nodes it has not seen, from objects already
+// in JS; `requestHeader()` is a cached object.
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
@@ -59,21 +48,20 @@ const INTERNAL = Symbol('internal construction')
 const SEED_SLICE = 2048
 /** Events parsed per native call when `events` is first read. */
 const EVENTS_SLICE = 8192
-/**
- * A live session hands its events' texts to the native log, and lets go of
- * their objects, once this many are pending at a `deriveMessages()` (a model
- * step: the loop then waits for its model), on idle turns of the event loop
- * (at most `HANDOVER_SLICE` per turn: about 2.4 µs an event, so a turn takes
- * about 5 ms). Scheduling it keeps the session reachable until that turn.
- */
-const HANDOVER_AFTER = 4096
-const HANDOVER_SLICE = 2048
-/** Objects let go of per idle turn at most (a `WeakRef` each: about 5 ms). */
-const RELEASE_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
+}
+
+/** The native form of an event's surface fields (`{surfaceOp?, sourceEventSeqs?}`), or null. */
+function surfaceMetaJson(meta) {
+  if (meta.sourceEventSeqs === undefined && meta.surfaceOp === undefined) return null
+  if (meta.sourceEventSeqs === undefined && meta.surfaceOp === 'append') return '{"surfaceOp":"append"}'
+  const out = {}
+  if (meta.sourceEventSeqs !== undefined) out.sourceEventSeqs = meta.sourceEventSeqs
+  if (meta.surfaceOp !== undefined) out.surfaceOp = meta.surfaceOp
+  return JSON.stringify(out)
 }
 
 /**
@@ -106,11 +94,13 @@ function readBytes(bytes) {
 }
 
 class Session {
-  /** The native log: texts, surface, session header, header fold. */
+  /** The native log: texts of events `0..#prefix`, surface, session header, header fold. */
   #native
   #id
   #header
-  /** Frozen events held in JS for seqs `#objsFrom..#seq`. */
+  /** How many events the native log holds as text (fixed once built). */
+  #prefix = 0
+  /** Frozen events held in JS for seqs `#objsFrom..#seq` (`#objsFrom` is `#prefix`, or 0 once `events` was read). */
   #objs = []
   #objsFrom = 0
   /**
@@ -119,21 +109,7 @@ class Session {
    * parsed events take these `data` objects, so messages keep sharing them.
    */
   #payloads = new Map()
-  /**
-   * For events below `#objsFrom` that the session handed out and let go of:
-   * a WeakRef to the object (by seq), so that while a caller still holds
-   * it, `events` gives that same object.
-   */
-  #weak = []
-  /** The idle hand-over is scheduled (see `#scheduleHandOver`). */
-  #handOverDue = false
-  /** Flushes under way: the idle hand-over waits for them (they hand the same texts over). */
-  #handOverHolds = 0
-  /** The native compressor is being watched (see `#compressSoon`). */
-  #compressing = false
   #seq = 0
-  /** Events `0..#synced` have their JSON text in the native log. */
-  #synced = 0
   #eventsCache = undefined
   /** View of the native surface order (see the top of this file). */
   #nodes = []
@@ -152,10 +128,15 @@ class Session {
 
   constructor(id, seed, header, options) {
     if (id === INTERNAL) {
-      this.#adopt(seed, header)
+      this.#adopt(seed, header, options)
       return
     }
     if (typeof id !== 'string') throw fail('session id must be a string', 'INVALID_ARGUMENT')
+    if (seed instanceof Session && options?.invariants !== true) {
+      this.#continue(id, seed, header)
+      return
+    }
+    if (seed instanceof Session) seed = seed.events
     const now = Date.now()
     if (seed !== undefined && seed !== null && !isArray(seed)) {
       throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
@@ -219,27 +200,78 @@ class Session {
     this.#id = id
     this.#header = headerObj ?? parseFrozen(native.headerJson())
     this.#seq = length
+    this.#prefix = length
     this.#objsFrom = length
-    this.#synced = length
     this.#loadNativeState()
-    this.#compressSoon()
   }
 
-  /** Wrap a native log whose events are not materialized in JS. */
-  #adopt(native, objs) {
+  /**
+   * A session holding `source`'s whole log under `id` and `header` (a
+   * resume: `ctx.sessions.create(id, { from: await store.open(id) })`),
+   * without checking it event by event again: the log's texts are shared,
+   * its surface replayed from the kept surface ops, `source`'s own events
+   * and what it derived (frozen) taken as they are. A store that knew
+   * `source`'s log as its stored log knows this one's (the native token
+   * moves here; `source` gets a new one, and a store it wrote compares it
+   * in full before writing it again).
+   */
+  #continue(id, source, header) {
+    let headerText = JSON.stringify({ version: 0, id, createdAt: Date.now() })
+    if (header !== undefined) {
+      const copy = snapshot(header, true)
+      if (copy === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
+      headerText = JSON.stringify(copy)
+    }
+    const end = source.#seq
+    const native = source.#forkNative(end, id)
+    native.setHeader(headerText)
+    native.takeToken(source.#native)
+    const cached = source.#objsFrom === 0 ? source.#objs.slice(0, source.#prefix) : undefined
+    this.#adopt(native, source.#objs.slice(source.#prefix - source.#objsFrom, end - source.#objsFrom), cached)
+    // The same surface over the same events: the same messages and payloads.
+    this.#payloads = new Map(source.#payloads)
+    if (source.#derivedGeneration === source.#generation) {
+      this.#derived = source.#derived.slice()
+      this.#derivedNodes = source.#derivedNodes
+      this.#derivedGeneration = this.#generation
+    }
+  }
+
+  /**
+   * A native log under `id` holding this session's events `0..end`: the
+   * texts the log holds (shared when all), then this session's own events'
+   * surface and header effects replayed.
+   */
+  #forkNative(end, id) {
+    const prefix = Math.min(end, this.#prefix)
+    const child = this.#native.forkPrefix(prefix, id, Date.now(), end)
+    for (let seq = prefix; seq < end; seq++) {
+      const e = this.#objs[seq - this.#objsFrom]
+      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') child.append(e.type, seq, surfaceMetaJson(e), null)
+    }
+    return child
+  }
+
+  /**
+   * Wrap a native log: its texts (`native.length` events), then `live`
+   * (frozen events after them, whose effects the log already applied: a
+   * fork). `cached`: objects already parsed for the texts (a fork of a
+   * session whose `events` was read), kept so identities hold.
+   */
+  #adopt(native, live = [], cached = undefined) {
     this.#native = native
     this.#header = parseFrozen(native.headerJson())
     this.#id = this.#header.id
-    this.#seq = native.length
-    this.#synced = native.textsLength
-    if (objs !== undefined && objs.length === this.#seq) {
-      this.#objs = objs
+    this.#prefix = native.length
+    this.#seq = this.#prefix + live.length
+    if (cached !== undefined && cached.length === this.#prefix) {
+      this.#objs = cached.concat(live)
       this.#objsFrom = 0
     } else {
-      this.#objsFrom = this.#seq
+      this.#objs = live
+      this.#objsFrom = this.#prefix
     }
     this.#loadNativeState()
-    this.#compressSoon()
   }
 
   #loadNativeState() {
@@ -311,20 +343,13 @@ class Session {
       // In slices: the JSON text of a whole long log at once would be a
       // transient as large as the log, twice (native and JS).
       const payloads = this.#payloads
-      const weak = this.#weak
       const head = []
       for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
         const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
         for (let i = 0; i < slice.length; i++) {
           const seq = from + i
-          // An event the session let go of that a caller still holds, or a
-          // payload already handed out (in a message or the header), keeps
+          // A payload already handed out (in a message or the header) keeps
           // its identity.
-          const held = weak[seq]?.deref()
-          if (held !== undefined) {
-            head.push(held)
-            continue
-          }
           const known = payloads.get(seq)
           if (known !== undefined && known.seq === seq) {
             head.push(known)
@@ -338,7 +363,6 @@ class Session {
       this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
       payloads.clear()
-      this.#weak = []
     }
     this.#eventsCache = freeze(this.#objs.slice())
     return this.#eventsCache
@@ -376,144 +400,17 @@ class Session {
     }
   }
 
-  /**
-   * The texts of the events not handed to the native log yet, a line each
-   * (JSON.stringify never writes a raw newline), in UTF-8; null when none.
-   * A store writes these bytes as they are.
-   */
-  #pending() {
-    return this.#synced >= this.#seq ? null : this.#pendingPart(this.#synced, this.#seq)
+  /** Whether event `seq` is a `turn/end`. */
+  #isTurnEnd(seq) {
+    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom].type === 'turn/end' : this.#native.isTurnEnd(seq)
   }
 
-  /** `#pending` of events `from..to` only (a long flush builds it in parts). */
-  #pendingPart(from, to) {
-    return { from, to, bytes: Buffer.from(this.#pendingText(from, to), 'utf8') }
-  }
-
-  /** The texts of events `from..to`, a line each. */
-  #pendingText(from, to) {
+  /** The texts of live events `from..to` (`from` at least `#prefix`), a line each. */
+  #liveLines(from, to) {
     const objs = this.#objs
     let text = ''
     for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) text += `${JSON.stringify(objs[i])}\n`
     return text
-  }
-
-  /**
-   * Hand `pending` (from `#pending`) to the native log, unless it already
-   * has it. The objects whose texts it now holds are let go of on the next
-   * idle turn (`#scheduleHandOver`), not here: a `WeakRef` keeps its target
-   * alive until the job that made it ends, so making 100k of them inside a
-   * caller's `toJsonl()` would hold them all, and slow every collection,
-   * for as long as that caller runs.
-   */
-  #attach(pending) {
-    if (pending === null || this.#synced !== pending.from) return
-    this.#native.attachTexts(pending.bytes)
-    this.#synced = pending.to
-    if (!this.#handOverDue && this.#releasable() >= HANDOVER_AFTER) this.#scheduleHandOver()
-    this.#compressSoon()
-  }
-
-  /**
-   * Texts that wait to be compressed (full blocks of handed-over texts, a
-   * JSONL read's buffer: `src/log/texts.rs`) are, on a native helper thread
-   * once they hold 1 MiB, started by an unref'd timer (so a first derive
-   * that follows at once has both cores); the timer then takes the result
-   * once it is ready. The raw blocks it frees stay with the allocator for
-   * the next load to reuse: giving them back costs that load its page
-   * faults (7-9 ms on a 100k-event store open, for 4 MB of RSS).
-   */
-  #compressSoon() {
-    // A timer keeps the session reachable until it fires: none for nothing.
-    if (this.#compressing || !this.#native.textsToCompress()) return
-    this.#compressing = true
-    const poll = () => {
-      if (this.#native.compressTexts()) this.#compressing = false
-      else setTimeout(poll, 10).unref()
-    }
-    setTimeout(poll, 0).unref()
-  }
-
-  /**
-   * Let go of the objects of events whose texts the native log holds,
-   * keeping those a derive or the header fold reads (surface events and
-   * request headers, as a seeded session does) and a WeakRef to each other
-   * one; at most `RELEASE_SLICE` a call. Not while an `events` array is
-   * current: it holds them anyway, and must stay the same object until the
-   * next append.
-   */
-  #release() {
-    const from = this.#objsFrom
-    const to = Math.min(this.#synced, from + RELEASE_SLICE)
-    if (to <= from || this.#eventsCache !== undefined) return
-    const objs = this.#objs
-    const payloads = this.#payloads
-    const weak = this.#weak
-    while (weak.length < from) weak.push(undefined)
-    for (let seq = from; seq < to; seq++) {
-      const e = objs[seq - from]
-      if (readByFolds(e.type)) {
-        payloads.set(seq, e)
-        weak.push(undefined)
-      } else {
-        weak.push(new WeakRef(e))
-      }
-    }
-    objs.splice(0, to - from)
-    this.#objsFrom = to
-  }
-
-  /** Objects the session holds of events whose texts the native log has (0 while an `events` array is current). */
-  #releasable() {
-    return this.#eventsCache === undefined ? this.#synced - this.#objsFrom : 0
-  }
-
-  /**
-   * The idle hand-over: on a turn of the event loop with nothing else to
-   * run, the texts of up to `HANDOVER_SLICE` pending events go to the native
-   * log and their objects are let go of (`#release`); again on the next
-   * turn while enough are pending. A long session then holds about a
-   * quarter of its log's size natively instead of every event as objects.
-   */
-  #scheduleHandOver() {
-    this.#handOverDue = true
-    // A timer, not an immediate: an unref'd immediate does not wake a
-    // waiting event loop, an unref'd timer does (and neither keeps a
-    // process alive for the hand-over).
-    setTimeout(() => {
-      this.#handOverDue = false
-      if (this.#handOverHolds > 0) {
-        this.#scheduleHandOver()
-        return
-      }
-      try {
-        this.#handOverSlice()
-      } catch (error) {
-        // The native log refused texts the session accepted: a bug. The
-        // session keeps its objects (no more idle hand-overs), and the next
-        // toJsonl or flush reports the same error to its caller.
-        this.#handOverDue = true
-        reportObserverError(error)
-        return
-      }
-      NativeSession.releaseFreeMemory()
-      // Again while enough are pending, or any are releasable (not while an
-      // `events` array is current: the next append schedules that).
-      if (this.#seq - this.#synced >= HANDOVER_AFTER || this.#releasable() > 0) this.#scheduleHandOver()
-    }, 0).unref()
-  }
-
-  /** One step of the hand-over: up to `HANDOVER_SLICE` pending texts, then `#release`. */
-  #handOverSlice() {
-    const from = this.#synced
-    const to = Math.min(this.#seq, from + HANDOVER_SLICE)
-    if (to > from) this.#attach({ from, to, bytes: this.#pendingText(from, to) })
-    this.#release()
-  }
-
-  /** Hand every pending event's text to the native log. */
-  #sync() {
-    this.#attach(this.#pending())
   }
 
   append(type, data, opts) {
@@ -543,11 +440,7 @@ class Session {
       if (metaCopy === FAIL) {
         throw fail(`session event "${type}" carries non-JSON-serializable surface metadata`, 'NOT_LOSSLESS_JSON')
       }
-      if (metaCopy.sourceEventSeqs !== undefined || metaCopy.surfaceOp !== undefined) {
-        metaJson = metaCopy.sourceEventSeqs === undefined && metaCopy.surfaceOp === 'append'
-          ? '{"surfaceOp":"append"}'
-          : JSON.stringify(metaCopy)
-      }
+      metaJson = surfaceMetaJson(metaCopy)
     }
     if (this.#appending) {
       throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
@@ -562,8 +455,8 @@ class Session {
     freeze(event)
     const trace = this.#trace
     if (trace !== undefined) trace.check(JSON.stringify(event))
-    // Only surface events and headers need the native log now; every other
-    // event reaches it with the next batch of texts (#sync).
+    // Only surface events and headers change native state (the surface,
+    // the header fold); every other live event is JS's alone.
     const needsNative = metaJson !== null || dataText !== null || SURFACE_TYPES.has(type)
     const attachments = this.#attachments
     let effect = 0
@@ -662,27 +555,34 @@ class Session {
   }
 
   deriveMessages() {
-    // A model step: the loop is about to wait for its model, which is when
-    // the hand-over runs (also to let go of objects `events` brought back).
-    if (!this.#handOverDue && this.#seq - this.#objsFrom >= HANDOVER_AFTER) this.#scheduleHandOver()
+    this.#deriveUpTo(this.#nodes.length)
+    return this.#derived.slice()
+  }
+
+  /**
+   * Derive the messages of surface nodes up to position `end` (those not
+   * derived yet; all of them again after a replacement); whether nodes
+   * after `end` are left.
+   */
+  #deriveUpTo(end) {
     if (this.#derivedGeneration !== this.#generation) {
       this.#derived = []
       this.#derivedNodes = 0
       this.#derivedGeneration = this.#generation
     }
     const nodes = this.#nodes
-    const count = nodes.length
+    const to = Math.min(end, nodes.length)
     const from = this.#derivedNodes
-    if (from < count) {
-      if (this.#objsFrom > 0) this.#materialize(from === 0 ? nodes : nodes.slice(from))
+    if (from < to) {
+      if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
       const derived = this.#derived
-      for (let i = from; i < count; i++) {
+      for (let i = from; i < to; i++) {
         const message = deriveFrozen(this.#payloadAt(nodes[i]))
         if (message !== null) derived.push(message)
       }
-      this.#derivedNodes = count
+      this.#derivedNodes = to
     }
-    return this.#derived.slice()
+    return to < nodes.length
   }
 
   deriveEventMessage(event) {
@@ -704,8 +604,7 @@ class Session {
   }
 
   toJsonl() {
-    this.#sync()
-    return this.#native.toJsonl()
+    return this.#native.toJsonl() + this.#liveLines(this.#prefix, this.#seq)
   }
 
   fork(boundary, childId) {
@@ -718,37 +617,48 @@ class Session {
     if (childId !== undefined && typeof childId !== 'string') {
       throw fail('fork child id must be a string', 'INVALID_ARGUMENT')
     }
-    this.#sync()
+    const seq = this.#seq
+    if (boundary !== undefined && boundary >= seq) {
+      throw fail(
+        `fork boundary ${boundary} does not exist in session "${this.#id}" (last seq: ${seq === 0 ? 'none' : seq - 1})`,
+        'INVALID_BOUNDARY',
+      )
+    }
+    const end = boundary === undefined ? seq : boundary + 1
+    if (end > 0 && !this.#isTurnEnd(end - 1)) {
+      throw fail(`fork boundary ${end - 1} in session "${this.#id}" is not a turn/end`, 'INVALID_BOUNDARY')
+    }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
-    const child = this.#native.fork(boundary, id, Date.now())
-    const count = child.length
-    const objs = this.#objsFrom === 0 ? this.#objs.slice(0, count) : undefined
-    return new Session(INTERNAL, child, objs)
-  }
-
-  /** The native log and the seqs `from..to` whose texts it does not hold yet. */
-  static #pendingRange(session) {
-    return { native: session.#native, from: session.#synced, to: session.#seq }
+    const child = this.#forkNative(end, id)
+    // This session's own events up to the boundary go to the child as the
+    // same frozen objects.
+    const prefix = Math.min(end, this.#prefix)
+    const live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
+    const cached = this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
+    return new Session(INTERNAL, child, live, cached)
   }
 
   static {
-    internal.pendingRange = (session) => Session.#pendingRange(session)
-    internal.pendingPart = (session, from, to) => session.#pendingPart(from, to)
-    internal.attachPending = (session, pending) => session.#attach(pending)
+    /** What a store's flush reads, fixed at its call: the native log and its text count, and the session's length. */
+    internal.flushSource = (session) => ({ native: session.#native, prefix: session.#prefix, to: session.#seq })
+    /** The texts of live events `from..to`, a line each. */
+    internal.liveLines = (session, from, to) => session.#liveLines(from, to)
     internal.wrapNative = (native) => new Session(INTERNAL, native)
-    /** Hold the idle hand-over while a flush hands the same texts over; returns the release. */
-    internal.holdHandOver = (session) => {
-      session.#handOverHolds += 1
-      let held = true
-      return () => {
-        if (held) session.#handOverHolds -= 1
-        held = false
+    /**
+     * Derive the messages of the surface a few nodes at a time (parsing
+     * their payloads), yielding to the event loop every few milliseconds: a
+     * store's `open` runs this before it resolves, so that the first
+     * `deriveMessages()` only copies an array.
+     */
+    internal.warm = async (session, sliceMs = 4) => {
+      for (let at = 256, more = true; more; ) {
+        const began = performance.now()
+        while (more && performance.now() - began < sliceMs) {
+          more = session.#deriveUpTo(at)
+          at += 256
+        }
+        if (more) await new Promise((resolve) => setImmediate(resolve))
       }
-    }
-    /** The idle hand-over, now, until nothing is pending or releasable (tests). */
-    internal.handOver = (session) => {
-      do session.#handOverSlice()
-      while (session.#synced < session.#seq || session.#releasable() > 0)
     }
   }
 }

@@ -1,5 +1,6 @@
-//! `NativeSession`: the native half of `Session`. index.js owns the JS-facing
-//! object (frozen events, caches, observers); this class owns the log.
+//! `NativeSession`: the native half of `Session` (lib/core/session.js owns
+//! the JS-facing object: live events, caches, observers); this class owns
+//! the log (the texts it was given, the surface, the header fold).
 
 use super::throw;
 use crate::error::{CoreError, CoreResult};
@@ -9,17 +10,40 @@ use napi::bindgen_prelude::{Buffer, Either, Object, Uint32Array};
 use napi::Result;
 use napi::{Env, JsString};
 use napi_derive::napi;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 /// Texts waiting for the compressor start it once they hold this much.
 const COMPRESS_MIN_BYTES: usize = 1 << 20;
 
+/// The token of the next session object (see `NativeSession::token`).
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// A token no other session object of this process has.
+pub(crate) fn new_token() -> u64 {
+    NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)
+}
+
 #[napi]
 pub struct NativeSession {
     log: Log,
+    /// Names this session object to the stores: a store that wrote (or
+    /// opened) a session remembers its token, and later flushes of the same
+    /// object need not prove the stored log is its prefix again.
+    token: u64,
     prepared: Option<Prepared>,
     /// A long seed being checked on a helper thread (see `seedJsonAsync`).
     seeder: Option<Seeder>,
+}
+
+/// What a store's flush reads of a session, taken at the flush's call: the
+/// session object's token, its header and the texts its log holds (shared,
+/// so the flush reads them off the main thread while the session goes on).
+#[napi]
+pub struct FlushSource {
+    pub(crate) token: u64,
+    pub(crate) header: SessionHeader,
+    pub(crate) prefix: std::sync::Arc<crate::log::Texts>,
 }
 
 /// The helper thread that checks a long seed's slices while JS copies the
@@ -146,9 +170,32 @@ impl NativeSession {
         self.log.len() as u32
     }
 
-    #[napi(getter, js_name = "textsLength")]
-    pub fn texts_length(&self) -> u32 {
-        self.log.texts_len() as u32
+    #[napi(getter)]
+    pub fn token(&self) -> f64 {
+        self.token as f64
+    }
+
+    /// Take `from`'s token (this session continues `from`'s log, whole);
+    /// `from` gets a new one.
+    #[napi(js_name = "takeToken")]
+    pub fn take_token(&mut self, from: &mut NativeSession) {
+        self.token = std::mem::replace(&mut from.token, new_token());
+    }
+
+    /// What a store's flush reads of this session (see `FlushSource`).
+    #[napi(js_name = "flushSource")]
+    pub fn flush_source(&self) -> FlushSource {
+        FlushSource {
+            token: self.token,
+            header: self.log.header().clone(),
+            prefix: self.log.shared_texts(),
+        }
+    }
+
+    /// Whether event `seq` of the log's texts is a `turn/end`.
+    #[napi(js_name = "isTurnEnd")]
+    pub fn is_turn_end(&self, seq: u32) -> bool {
+        self.log.meta(seq as usize).map(|m| m.kind) == Some(crate::event::Kind::TurnEnd)
     }
 
     #[napi(js_name = "headerJson")]
@@ -168,6 +215,7 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
         let p = self.validate(&env, &ty, seq, surface_meta, data)?;
         let effect = p.effect();
         self.log.commit_prepared(p);
@@ -207,30 +255,6 @@ impl NativeSession {
         self.prepared = None;
     }
 
-    /// Compress the texts that wait for it (full blocks of handed-over
-    /// texts, a JSONL read's buffer) on a helper thread, once they hold
-    /// 1 MiB: a call starts it, a later one takes its result; true once
-    /// nothing is left to do. Never waits.
-    #[napi(js_name = "compressTexts")]
-    pub fn compress_texts(&mut self) -> bool {
-        self.log.compress_texts(COMPRESS_MIN_BYTES)
-    }
-
-    /// Whether `compressTexts()` has work: the compressor runs, or 1 MiB of
-    /// texts waits for it (a cheap look, so nothing is scheduled for
-    /// nothing).
-    #[napi(js_name = "textsToCompress")]
-    pub fn texts_to_compress(&self) -> bool {
-        self.log.texts_to_compress(COMPRESS_MIN_BYTES)
-    }
-
-    /// Return the free pages a hand-over left in the allocator's heaps to
-    /// the system (see `crate::memory`).
-    #[napi(js_name = "releaseFreeMemory")]
-    pub fn release_free_memory() {
-        crate::memory::release_free_memory();
-    }
-
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
     pub fn surface_eligible_types() -> Vec<String> {
@@ -238,24 +262,6 @@ impl NativeSession {
             .iter()
             .map(|t| t.to_string())
             .collect()
-    }
-
-    /// Hand over the JSON texts of live events not yet held natively, a
-    /// line each: as UTF-8 bytes (a Buffer converts faster than a string
-    /// does), or as a string (the idle hand-over: the copy is freed here,
-    /// at once, where a Buffer's memory waits for a garbage collection).
-    #[napi(js_name = "attachTexts")]
-    pub fn attach_texts(&mut self, env: Env, lines: Either<Buffer, String>) -> Result<()> {
-        let text = match &lines {
-            Either::A(bytes) => std::str::from_utf8(bytes).map_err(|_| {
-                throw(
-                    &env,
-                    CoreError::InvalidArgument("event texts are not UTF-8".into()),
-                )
-            })?,
-            Either::B(text) => text.as_str(),
-        };
-        self.log.attach_texts(text).map_err(|e| throw(&env, e))
     }
 
     #[napi(js_name = "surfaceNodes")]
@@ -281,16 +287,20 @@ impl NativeSession {
     }
 
     #[napi(js_name = "eventsJson")]
-    pub fn events_json(&self, from: u32, to: u32) -> String {
-        self.log.events_json(from as usize, to as usize)
+    pub fn events_json(&mut self, env: Env, from: u32, to: u32) -> Result<String> {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
+        self.log
+            .events_json(from as usize, to as usize)
+            .map_err(|e| throw(&env, e))
     }
 
     /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.
     /// (An ASCII text is handed over as Latin-1, which V8 copies as it is
     /// instead of decoding UTF-8.)
     #[napi(js_name = "payloadsJson", ts_return_type = "string")]
-    pub fn payloads_json<'e>(&self, env: &'e Env, seqs: Uint32Array) -> Result<JsString<'e>> {
-        let json = self.log.payloads_json(&seqs);
+    pub fn payloads_json<'e>(&mut self, env: &'e Env, seqs: Uint32Array) -> Result<JsString<'e>> {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
+        let json = self.log.payloads_json(&seqs).map_err(|e| throw(env, e))?;
         if json.is_ascii() {
             env.create_string_latin1(json.as_bytes())
         } else {
@@ -304,33 +314,32 @@ impl NativeSession {
         self.log.request_header_seq().map_or(-1.0, |s| s as f64)
     }
 
+    /// The header line and the texts the log holds, as JSONL (a live
+    /// session appends its own events' lines).
     #[napi(js_name = "toJsonl")]
-    pub fn to_jsonl(&self) -> String {
-        self.log.to_jsonl()
+    pub fn to_jsonl(&mut self, env: Env) -> Result<String> {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
+        self.log.to_jsonl().map_err(|e| throw(&env, e))
     }
 
-    #[napi(js_name = "closersJson")]
-    pub fn closers_json(&self) -> String {
-        format!("[{}]", self.log.closers().join(","))
-    }
-
-    #[napi]
-    pub fn fork(
+    /// A child session under `childId` holding the log's events `0..end`
+    /// (`end` at most `length`; the JS session checked the boundary and
+    /// replays its own later appends into the child). `seedLength` is the
+    /// fork's whole length.
+    #[napi(js_name = "forkPrefix")]
+    pub fn fork_prefix(
         &self,
         env: Env,
-        boundary: Option<f64>,
+        end: u32,
         child_id: String,
         now: f64,
+        seed_length: u32,
     ) -> Result<Self> {
-        let end = match boundary {
-            Some(b) => b + 1.0,
-            None => self.log.len() as f64,
-        };
         let header =
-            SessionHeader::child_of(self.log.header(), &child_id, now, end.max(0.0) as usize);
+            SessionHeader::child_of(self.log.header(), &child_id, now, seed_length as usize);
         let log = self
             .log
-            .fork(boundary, header)
+            .fork_prefix(end as usize, header)
             .map_err(|e| throw(&env, e))?;
         Ok(NativeSession::from_log(log))
     }
@@ -362,18 +371,25 @@ fn reentrant() -> CoreError {
 }
 
 impl NativeSession {
-    /// A session over a log a store built off the main thread (`open`).
+    /// A session over a built log (a read, a fork, a store's `open`); the
+    /// texts a read left raw start compressing on a helper thread.
     pub(crate) fn from_log(log: Log) -> NativeSession {
+        NativeSession::with_token(log, new_token())
+    }
+
+    /// `from_log` with a token chosen before (a store's `open` records it).
+    pub(crate) fn with_token(mut log: Log, token: u64) -> NativeSession {
+        log.compress_texts(COMPRESS_MIN_BYTES);
         NativeSession {
             log,
+            token,
             prepared: None,
             seeder: None,
         }
     }
 
-    /// The native log (a store's `flush` copies its texts).
-    pub(crate) fn log(&self) -> &Log {
-        &self.log
+    pub(crate) fn token_value(&self) -> u64 {
+        self.token
     }
 }
 

@@ -1,20 +1,20 @@
-//! `NativeStore`: the native half of `JsonlSessionStore` and
-//! `SqliteSessionStore` (lib/stores.js). Every operation that touches storage
-//! is an `AsyncTask` on the libuv pool (for the PostgreSQL store, a job on
-//! threads of the addon's own: see `threads`); its rejection is an `Error`
-//! whose `code` is the `CoreError` code. Only `stage`/`more` (copying a live
-//! session's texts, in bounded chunks) and `locate` run on the main thread.
+//! `NativeStore`: the native half of the stores (lib/stores.js). Every
+//! operation that touches storage is an `AsyncTask` on the libuv pool (for
+//! the PostgreSQL store, a job on threads of the addon's own: see
+//! `threads`); its rejection is an `Error` whose `code` is the `CoreError`
+//! code. Only
+//! `cursor` and `locate` (no I/O) run on the main thread.
 
-use super::session::NativeSession;
+use super::session::{new_token, FlushSource, NativeSession};
 use super::threads;
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use crate::log::{live_records, Log};
+use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
-use crate::store::{Batch, Key, Listed, SessionStore, Staged, Store};
+use crate::store::{Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
 use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
@@ -73,7 +73,7 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> ToNapiValue for Sto
         let job: Box<dyn FnOnce() + Send> = Box::new(move || {
             let out =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
-                    Err(CoreError::Io(
+                    Err(CoreError::Internal(
                         "a store operation failed unexpectedly (its thread panicked)".into(),
                     ))
                 });
@@ -168,9 +168,12 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
 
 /// A store's load, on a thread of lower priority than the JS thread (it is
 /// CPU-bound for a long log: parsing every event).
-fn load_at_low_priority(store: &dyn SessionStore, key: Key, writer: bool) -> CoreResult<Log> {
-    crate::log::at_low_priority(|| store.load(&key, writer)).unwrap_or_else(|| {
-        Err(CoreError::Io(format!(
+fn at_low_priority<T: Send>(
+    key: &Key,
+    load: impl FnOnce() -> CoreResult<T> + Send,
+) -> CoreResult<T> {
+    crate::log::at_low_priority(load).unwrap_or_else(|| {
+        Err(CoreError::Internal(format!(
             "loading session {} failed unexpectedly (the loader panicked)",
             crate::json::quote(&key.id)
         )))
@@ -178,12 +181,12 @@ fn load_at_low_priority(store: &dyn SessionStore, key: Key, writer: bool) -> Cor
 }
 
 /// `{"meta": header, "events": [...]}` for `load`.
-fn loaded_json(log: Log) -> String {
-    format!(
+fn loaded_json(log: Log) -> CoreResult<String> {
+    Ok(format!(
         "{{\"meta\":{},\"events\":{}}}",
         log.header().json(),
-        log.events_json(0, log.len())
-    )
+        log.events_json(0, log.len())?
+    ))
 }
 
 /// `[{"file"?: stem, "header": {...}}]` for `list`.
@@ -205,47 +208,6 @@ fn listed_json(listed: Vec<Listed>) -> String {
     }
     out.push(']');
     out
-}
-
-/// The texts of a live session the store has not stored yet: those its
-/// native log holds, copied in chunks so a large flush never blocks the
-/// event loop for long, then the session's pending events (their texts a
-/// line each, which the session hands its native log too, while the write
-/// runs).
-#[napi]
-pub struct StagedFlush {
-    staged: Option<Staged>,
-    /// The next event of the session to copy.
-    next: usize,
-    /// The end of what its log held when staging began (the pending
-    /// events it takes over after that are staged from `pending`).
-    end: usize,
-    /// The pending events' texts, a line each.
-    pending: Option<Vec<u8>>,
-}
-
-#[napi]
-impl StagedFlush {
-    /// Copy up to `maxBytes` more event texts; true while texts remain.
-    #[napi]
-    pub fn more(&mut self, native: &NativeSession, max_bytes: u32) -> bool {
-        let log = native.log();
-        let end = self.end.min(log.texts_len());
-        let Some(staged) = self.staged.as_mut() else {
-            return false;
-        };
-        let batch = &mut staged.batch;
-        let start = batch.lines.len();
-        while self.next < end && batch.lines.len() - start < max_bytes as usize {
-            if let Some(text) = log.text(self.next) {
-                batch.lines.push_str(&text);
-                batch.lines.push('\n');
-            }
-            batch.count += 1;
-            self.next += 1;
-        }
-        self.next < end
-    }
 }
 
 #[napi]
@@ -355,107 +317,92 @@ impl NativeStore {
         id: String,
         file: String,
         writer: Option<bool>,
-    ) -> StorePromise<Log, String> {
+    ) -> StorePromise<String, String> {
         let store = self.store.clone();
-        task(self.own_threads, loaded_json, move || {
-            load_at_low_priority(&*store, key(id, file), writer.unwrap_or(false))
+        let writer = writer.unwrap_or(false);
+        task(self.own_threads, same, move || {
+            let key = key(id, file);
+            loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
         })
     }
 
-    /// Repair-load a stored session straight into a native session.
+    /// Repair-load a stored session straight into a native session; when
+    /// the load is the writer's, the store knows that session's log is the
+    /// stored log (its first flush writes only what it appends).
     #[napi(ts_return_type = "Promise<NativeSession>")]
-    pub fn open(&self, id: String, file: String) -> StorePromise<Log, NativeSession> {
+    pub fn open(&self, id: String, file: String) -> StorePromise<(Log, u64), NativeSession> {
         let store = self.store.clone();
-        task(self.own_threads, NativeSession::from_log, move || {
-            load_at_low_priority(&*store, key(id, file), false)
-        })
+        task(
+            self.own_threads,
+            |(log, token)| NativeSession::with_token(log, token),
+            move || {
+                let key = key(id, file);
+                let token = new_token();
+                let log = at_low_priority(&key, || store.open(&key, token))?;
+                Ok((log, token))
+            },
+        )
     }
 
-    /// Begin staging a flush of `native` from the store's cursor: `more`
-    /// copies the texts its log holds; `pending` (their texts, a line
-    /// each) holds the session's events after those, when it has any.
+    /// Where a flush of `native` starts: the stored length when this store
+    /// knows its log is that session's prefix, else -1 (the flush then
+    /// proves it from seq 0). No I/O.
     #[napi]
-    pub fn stage(
-        &self,
-        native: &NativeSession,
-        id: String,
-        pending: Option<Vec<Buffer>>,
-    ) -> StagedFlush {
-        let log = native.log();
-        let from = (self.store.cursor(&id).unwrap_or(0) as usize).min(log.texts_len());
-        // Reserve it all now: growing a large buffer later would copy it on
-        // the main thread.
-        // (The pending texts become the batch as they are when the log
-        // holds none to copy.)
-        let bytes = match log.texts_bytes(from, log.texts_len()) {
-            0 => 0,
-            logged => {
-                logged
-                    + pending
-                        .as_ref()
-                        .map_or(0, |p| p.iter().map(|b| b.len()).sum())
-            }
-        };
-        StagedFlush {
-            staged: Some(Staged {
-                header: log.header().clone(),
-                batch: Batch {
-                    first_seq: from as u64,
-                    count: 0,
-                    lines: String::with_capacity(bytes),
-                },
-                anchor: from
-                    .checked_sub(1)
-                    .and_then(|i| log.text(i))
-                    .map(|t| Box::from(&*t)),
-            }),
-            next: from,
-            end: log.texts_len(),
-            // One copy of the parts (a long flush builds them a part per
-            // event-loop turn), joined here.
-            pending: pending.map(|parts| {
-                let mut all = Vec::with_capacity(parts.iter().map(|b| b.len()).sum());
-                for part in &parts {
-                    all.extend_from_slice(part);
-                }
-                all
-            }),
-        }
+    pub fn cursor(&self, id: String, native: &NativeSession) -> f64 {
+        self.store
+            .cursor(&id, native.token_value())
+            .map_or(-1.0, |c| c as f64)
     }
 
-    /// Write a staged flush durably; resolves to the number of events written.
+    /// Write a session's events `[stored length, to)` durably (`source`:
+    /// what `NativeSession.flushSource()` gave at the call). The texts of
+    /// the events its log holds are read here, off the main thread; `live`
+    /// holds the JS session's own events from `liveFrom` (at least `start`)
+    /// on, a line each. Resolves to the number written, or -1 when the
+    /// store must compare the session from seq 0 (call again with `start`
+    /// 0; see `Flushed::FromStart`).
     #[napi(ts_return_type = "Promise<number>")]
+    #[allow(clippy::too_many_arguments)]
     pub fn flush(
         &self,
-        staged: &mut StagedFlush,
+        source: &FlushSource,
         id: String,
         file: String,
-    ) -> StorePromise<u32, u32> {
+        start: f64,
+        to: f64,
+        live_from: f64,
+        live: Vec<Buffer>,
+    ) -> StorePromise<f64, f64> {
         let store = self.store.clone();
-        let pending = staged.pending.take();
-        let staged = staged.staged.take();
+        let (token, header, prefix) = (source.token, source.header.clone(), source.prefix.clone());
         task(self.own_threads, same, move || {
-            let mut staged =
-                staged.ok_or_else(|| CoreError::InvalidArgument("flush staged twice".into()))?;
-            if let Some(bytes) = pending {
-                // The session's own JSON.stringify of each pending event, a
-                // line each, written as they are while the session takes
-                // them too.
-                let lines = String::from_utf8(bytes)
-                    .map_err(|_| CoreError::InvalidArgument("event texts are not UTF-8".into()))?;
-                // The check the session's hand-over makes (one line each,
-                // every one an event whose meta reads): both refuse the same
-                // texts, so nothing is written that the session refuses.
-                let count = live_records(&lines)?.len();
-                let batch = &mut staged.batch;
-                batch.count += count;
-                if batch.lines.is_empty() {
-                    batch.lines = lines;
-                } else {
-                    batch.lines.push_str(&lines);
-                }
+            let mut lines = String::with_capacity(live.iter().map(|b| b.len()).sum());
+            for part in &live {
+                lines.push_str(
+                    std::str::from_utf8(part).map_err(|_| {
+                        CoreError::InvalidArgument("event texts are not UTF-8".into())
+                    })?,
+                );
             }
-            store.flush(&key(id, file), staged)
+            drop(live);
+            let flushed = store.flush(
+                &key(id, file),
+                Flush {
+                    token,
+                    header,
+                    start: start as u64,
+                    to: to as u64,
+                    texts: SessionTexts {
+                        prefix,
+                        live_from: live_from as u64,
+                        live: lines,
+                    },
+                },
+            )?;
+            Ok(match flushed {
+                Flushed::Wrote(n) => n as f64,
+                Flushed::FromStart => -1.0,
+            })
         })
     }
 

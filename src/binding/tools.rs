@@ -8,7 +8,6 @@ use super::session::NativeSession;
 use super::throw;
 use crate::error::{CoreError, CoreResult};
 use crate::invariants::{Trace, Transition};
-use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::load::Repaired;
 use crate::store::postgres::{PgOptions, PostgresBackend};
@@ -140,8 +139,7 @@ fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
     let (repaired, committed, records) = jsonl::repair_bytes(&bytes, None)?;
     let written = write && repaired.needs_write();
     if written {
-        jsonl::write_repair(&file, committed, &repaired)
-            .map_err(|e| jsonl::io("cannot repair session log", path, e))?;
+        jsonl::write_repair(&file, path, committed, &repaired)?;
     }
     Ok(Loaded {
         repaired,
@@ -241,7 +239,9 @@ impl LoadReport {
     pub fn plan_json(&self, env: Env) -> Result<String> {
         let l = self.loaded(&env)?;
         let log = &l.repaired.log;
-        let closers = log.events_json(l.repaired.preserved, log.len());
+        let closers = log
+            .events_json(l.repaired.preserved, log.len())
+            .map_err(|e| throw(&env, e))?;
         Ok(format!(
             "{{\"header\":{},\"records\":{},\"preserved\":{},\"torn\":{},\"closers\":{},\"fileBytes\":{},\"committedBytes\":{},\"written\":{}}}",
             log.header().json(),
@@ -264,19 +264,9 @@ impl LoadReport {
         if repaired || log.len() == l.repaired.preserved {
             return Ok(NativeSession::from_log(log.clone()));
         }
-        let mut kept = Log::new(log.header().clone());
-        for i in 0..l.repaired.preserved {
-            let text = log.text(i);
-            kept.accept_text(text.as_deref().unwrap_or("null"), i)
-                .map_err(|e| {
-                    throw(
-                        &env,
-                        e.unwrap_or_else(|| {
-                            CoreError::CorruptLog(format!("unparsable event at seq {i}"))
-                        }),
-                    )
-                })?;
-        }
+        let kept = log
+            .fork_prefix(l.repaired.preserved, log.header().clone())
+            .map_err(|e| throw(&env, e))?;
         Ok(NativeSession::from_log(kept))
     }
 
@@ -292,13 +282,13 @@ impl LoadReport {
             l.repaired.preserved
         };
         let mut trace = Trace::new();
-        let texts: Vec<_> = (0..end).map(|i| log.text(i)).collect();
-        Ok(trace
-            .extend(texts.iter().map(|t| t.as_deref().unwrap_or("null")))
-            .err()
-            .map(|e| {
-                json!({"message": e.to_string(), "code": e.code(), "seq": trace.len()}).to_string()
-            }))
+        let texts = (0..end)
+            .map(|i| log.text(i))
+            .collect::<CoreResult<Vec<_>>>()
+            .map_err(|e| throw(&env, e))?;
+        Ok(trace.extend(texts.iter().map(|t| &**t)).err().map(|e| {
+            json!({"message": e.to_string(), "code": e.code(), "seq": trace.len()}).to_string()
+        }))
     }
 }
 

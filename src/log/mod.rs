@@ -10,7 +10,7 @@
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
 //! - `resume`: a JSONL log read while it is handed over, handing surface
 //!   payloads back as they are folded (`Session.fromJsonl`);
-//! - `live`: live appends (validate, commit) and the hand-over of their texts;
+//! - `live`: live appends (validate, commit);
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!
 //! Thread priorities for helper threads are in `crate::priority`.
@@ -22,7 +22,6 @@ mod read;
 mod resume;
 mod texts;
 
-pub use live::live_records;
 pub use read::Helper;
 pub(crate) use read::Part;
 pub use resume::{JsonlReading, PayloadBatch};
@@ -36,6 +35,7 @@ use crate::event::{read_event, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Where an accepted event's text is: to copy in, or already in the buffer.
 enum TextRef<'a> {
@@ -96,9 +96,12 @@ pub struct LineError {
 pub struct Log {
     pub(crate) header: SessionHeader,
     pub(crate) metas: metas::Metas,
-    /// Texts of events `0..len()`; live appends may leave a suffix whose
-    /// text the binding has not handed over yet (it keeps those events).
-    pub(crate) texts: Texts,
+    /// Texts of events `0..len()`: the events the log was given as text (a
+    /// seed, a read, a fork's copy). They never change once the log is
+    /// built, so a store's flush reads them off the main thread through a
+    /// clone of the `Arc`. Live appends after them are the JS session's
+    /// objects; the log holds only their surface and header effects.
+    pub(crate) texts: Arc<Texts>,
     pub(crate) surface: Surface,
     pub(crate) last_replace: (usize, usize),
     /// Seq of the latest `request/header` (the header fold).
@@ -112,7 +115,7 @@ impl Log {
         Log {
             header,
             metas: metas::Metas::default(),
-            texts: Texts::default(),
+            texts: Arc::default(),
             surface: Surface::new(),
             last_replace: (0, 0),
             request_header: None,
@@ -155,32 +158,38 @@ impl Log {
         self.metas.get(seq)
     }
 
-    pub fn text(&self, seq: usize) -> Option<Text<'_>> {
+    pub fn text(&self, seq: usize) -> CoreResult<Text<'_>> {
         self.texts.get(seq)
     }
 
-    /// Compress the texts that wait for it on a helper thread, once they
-    /// hold `min_bytes`; whether nothing is left to do (see
-    /// `Texts::compress`: never waits).
-    pub fn compress_texts(&mut self, min_bytes: usize) -> bool {
-        self.texts.compress(min_bytes)
+    /// The texts, to change them: only while the log is being built (a
+    /// shared `Arc` would be copied).
+    pub(crate) fn texts_mut(&mut self) -> &mut Texts {
+        Arc::make_mut(&mut self.texts)
     }
 
-    /// Whether `compress_texts(min_bytes)` has work to do.
-    pub fn texts_to_compress(&self, min_bytes: usize) -> bool {
-        self.texts.has_work(min_bytes)
+    /// The texts, shared (a store's flush reads them on its own thread).
+    pub fn shared_texts(&self) -> Arc<Texts> {
+        self.texts.clone()
+    }
+
+    /// Start compressing the texts that wait for it, on a helper thread,
+    /// once they hold `min_bytes`, and take what an earlier start finished
+    /// (see `Texts::compress`: never waits). Nothing happens while a flush
+    /// shares the texts; a later call takes it up.
+    pub fn compress_texts(&mut self, min_bytes: usize) {
+        if self.texts.idle {
+            return;
+        }
+        if let Some(texts) = Arc::get_mut(&mut self.texts) {
+            texts.compress(min_bytes);
+        }
     }
 
     /// Compress each block of texts as it fills up, in the calling thread
     /// (a seed on its helper thread), instead of waiting for `compress_texts`.
     pub fn compress_as_filled(&mut self, on: bool) {
-        self.texts.compress_on_seal = on;
-    }
-
-    /// Call `f` with the texts of events `from..to` in order (a missing one
-    /// as `None`), each block opened once.
-    pub fn visit_texts(&self, from: usize, to: usize, f: impl FnMut(usize, Option<&str>)) {
-        self.texts.visit(from, to, f)
+        self.texts_mut().compress_on_seal = on;
     }
 
     /// At least the bytes texts `from..to` take with a newline after each
@@ -216,13 +225,13 @@ impl Log {
     /// Record an event's text and meta (its surface effect already applied).
     fn record(&mut self, meta: EventMeta, text: &str) {
         self.note_meta(meta);
-        self.texts.push(text);
+        self.texts_mut().push(text);
     }
 
     /// Record an event whose text is already in the text buffer.
     fn record_span(&mut self, meta: EventMeta, start: usize, end: usize) {
         self.note_meta(meta);
-        self.texts.push_span(start, end);
+        self.texts_mut().push_span(start, end);
     }
 
     fn note_meta(&mut self, meta: EventMeta) {
@@ -292,62 +301,46 @@ impl Log {
         self.accept_read(read_event(text, index), index, TextRef::Copy(text))
     }
 
-    /// `fork(boundary?, childId)`: a new log holding events `0..=boundary`,
-    /// which must end on a `turn/end`.
-    pub fn fork(&self, boundary: Option<f64>, child: SessionHeader) -> CoreResult<Log> {
-        let id = self.header.id();
-        let end = match boundary {
-            None if self.metas.is_empty() => None,
-            None => Some(self.metas.len() - 1),
-            Some(b) => {
-                if !(b.fract() == 0.0 && (0.0..=9_007_199_254_740_991.0).contains(&b)) {
-                    return Err(CoreError::InvalidBoundary(format!(
-                        "fork boundary for session \"{id}\" must be a non-negative safe integer, got {b}"
-                    )));
-                }
-                let b = b as usize;
-                if b >= self.metas.len() {
-                    let last = if self.metas.is_empty() {
-                        "none".to_string()
-                    } else {
-                        (self.metas.len() - 1).to_string()
-                    };
-                    return Err(CoreError::InvalidBoundary(format!(
-                        "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
-                    )));
-                }
-                Some(b)
-            }
-        };
+    /// The surface of events `0..end` alone (live appends after the texts,
+    /// and anything past `end`, left out).
+    pub fn surface_at(&self, end: usize) -> CoreResult<Surface> {
+        let mut log = Log::new(self.header.clone());
+        self.replay_into(end.min(self.len()), &mut log)?;
+        Ok(log.surface)
+    }
+
+    /// Record events `0..end`'s facts in the empty `log`, replaying their
+    /// surface ops and the header fold (no text is read).
+    fn replay_into(&self, end: usize, log: &mut Log) -> CoreResult<()> {
+        log.metas.reserve_exact(end);
+        for i in 0..end {
+            let meta = self
+                .metas
+                .get(i)
+                .ok_or_else(|| CoreError::Internal(format!("no facts kept for event {i}")))?;
+            let plan = log.surface.replay_plan(i as u64, meta.op)?;
+            log.apply(&plan, header_seq(meta.kind, i as u64));
+            log.note_meta(meta);
+        }
+        Ok(())
+    }
+
+    /// A new log under `child` holding this log's events `0..end` (at most
+    /// `len()`): their texts (shared, when all of them), kinds and times, and
+    /// the surface and header fold replayed from the surface ops kept here.
+    /// The caller checked the boundary (`Session.fork`); a live session then
+    /// replays its own appends after `end` into the child.
+    pub fn fork_prefix(&self, end: usize, child: SessionHeader) -> CoreResult<Log> {
+        let end = end.min(self.len());
         let mut log = Log::new(child);
-        let Some(end) = end else {
-            return Ok(log);
-        };
-        if self.metas.kind(end) != Some(Kind::TurnEnd) {
-            return Err(CoreError::InvalidBoundary(format!(
-                "fork boundary {end} in session \"{id}\" is not a turn/end"
-            )));
+        self.replay_into(end, &mut log)?;
+        if end == self.texts.len() {
+            log.texts = self.texts.clone();
+        } else {
+            let texts = log.texts_mut();
+            texts.reserve(end);
+            self.texts.visit(0, end, |_, text| texts.push(text))?;
         }
-        if self.texts.len() <= end {
-            return Err(CoreError::InvalidArgument(
-                "fork needs the texts of every event up to the boundary".into(),
-            ));
-        }
-        let mut replayed = Ok(());
-        self.texts.visit(0, end + 1, |i, text| {
-            if replayed.is_err() {
-                return;
-            }
-            let Some(meta) = self.metas.get(i) else {
-                replayed = Err(CoreError::InvalidArgument(format!("no event at seq {i}")));
-                return;
-            };
-            replayed = log.surface.replay_plan(i as u64, meta.op).map(|plan| {
-                log.apply(&plan, header_seq(meta.kind, i as u64));
-                log.record(meta, text.unwrap_or("null"));
-            });
-        });
-        replayed?;
         Ok(log)
     }
 }
@@ -406,7 +399,7 @@ mod tests {
                     .eq(one.texts.iter().map(|t| t.to_string())),
                 "cut at {cut}"
             );
-            assert_eq!(two.to_jsonl(), one.to_jsonl());
+            assert_eq!(two.to_jsonl().unwrap(), one.to_jsonl().unwrap());
             // A bad event in the second part is named by its index in the log.
             let mut bad = b.to_vec();
             bad[0] = "{".into();
@@ -422,7 +415,7 @@ mod tests {
         let e1 = r#"{"type":"user/message","seq":1,"time":1,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
         let log = Log::from_jsonl(format!("{header}\n{e0}\n{e1}\n\n").as_bytes()).unwrap();
         assert_eq!((log.len(), log.surface().nodes()), (2, vec![1u64]));
-        assert_eq!(log.to_jsonl(), format!("{header}\n{e0}\n{e1}\n"));
+        assert_eq!(log.to_jsonl().unwrap(), format!("{header}\n{e0}\n{e1}\n"));
         let err = Log::from_jsonl(format!("{header}\n{e0}\n\n{e1}\n").as_bytes()).unwrap_err();
         assert_eq!((err.line, err.error.code()), (3, "CORRUPT_LOG"));
         let err = Log::from_jsonl(format!("{header}\n{e1}\n").as_bytes()).unwrap_err();
@@ -434,28 +427,32 @@ mod tests {
     }
 
     #[test]
-    fn attached_texts_record_metas_for_live_events() {
-        let mut log = Log::new(SessionHeader::minimal("s", 1.0));
+    fn a_fork_of_the_prefix_replays_its_surface_and_shares_its_texts() {
+        let header = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+        let lines = [
+            r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+            r#"{"type":"user/message","seq":1,"time":2,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
+            r#"{"type":"user/message","seq":2,"time":3,"data":{"content":[],"source":{"kind":"user"}},"surfaceOp":{"op":"replace","start":1,"end":1},"sourceEventSeqs":[1]}"#,
+            r#"{"type":"turn/end","seq":3,"time":4,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        ];
+        let text: String = std::iter::once(header)
+            .chain(lines)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mut log = Log::from_jsonl(text.as_bytes()).unwrap();
+        // A live append after the prefix moves the parent's surface only.
         let p = log
-            .prepare("user/message", 1, Some(r#"{"surfaceOp":"append"}"#), None)
+            .prepare("user/message", 4, Some(r#"{"surfaceOp":"append"}"#), None)
             .unwrap();
         log.commit_prepared(p);
-        assert!(log.attach_texts("{\"type\":\"x\"}").is_err());
-        assert!(log.attach_texts("[]\n").is_err());
-        assert_eq!(log.len(), 0);
-        log.attach_texts(concat!(
-            r#"{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}"#,
-            "\n",
-            r#"{"type":"user/message","seq":1,"time":6,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
-            "\n"
-        ))
-        .unwrap();
-        assert_eq!(log.len(), 2);
-        assert_eq!(
-            log.payloads_json(&[1]),
-            r#"["user/message",{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}]"#
-        );
-        assert_eq!(log.surface().nodes(), vec![1]);
-        assert_eq!(log.meta(0).map(|m| m.time), Some(5));
+        assert_eq!(log.surface().nodes(), vec![2, 4]);
+        let child = SessionHeader::minimal("c", 1.0);
+        let all = log.fork_prefix(4, child.clone()).unwrap();
+        assert!(Arc::ptr_eq(&all.texts, &log.texts));
+        assert_eq!((all.len(), all.surface().nodes()), (4, vec![2]));
+        assert_eq!(all.surface().generation(), 1);
+        let two = log.fork_prefix(2, child).unwrap();
+        assert_eq!((two.len(), two.surface().nodes()), (2, vec![1]));
+        assert_eq!(two.text(1).unwrap().to_string(), lines[1]);
     }
 }

@@ -1,13 +1,15 @@
 //! What the log gives out: event texts (ranges or picked seqs), the whole
-//! log as JSONL, and the closers of an interrupted turn.
+//! log as JSONL, and the closers of an interrupted turn. A text that cannot
+//! be read is an `INTERNAL` error, never a made-up value.
 
 use super::{Log, Text};
+use crate::error::{CoreError, CoreResult};
 use crate::event::Kind;
 use crate::repair::{closers, ScanEvent};
 
 impl Log {
     /// Events `from..to` as one JSON array text.
-    pub fn events_json(&self, from: usize, to: usize) -> String {
+    pub fn events_json(&self, from: usize, to: usize) -> CoreResult<String> {
         let to = to.min(self.texts.len());
         let from = from.min(to);
         let mut out = String::with_capacity(self.texts_bytes(from, to) + 2);
@@ -16,25 +18,26 @@ impl Log {
             if i > from {
                 out.push(',');
             }
-            out.push_str(text.unwrap_or("null"));
-        });
+            out.push_str(text);
+        })?;
         out.push(']');
-        out
+        Ok(out)
     }
 
     /// The payload text of event `seq` (the log holds accepted texts only).
-    pub fn data_of(&self, seq: usize) -> Option<Text<'_>> {
+    pub fn data_of(&self, seq: usize) -> CoreResult<Text<'_>> {
         let text = self.texts.get(seq)?;
-        let data = crate::scan::accepted_member(&text, "data")?;
+        let data = crate::scan::accepted_member(&text, "data")
+            .ok_or_else(|| CoreError::Internal(format!("the text of event {seq} has no data")))?;
         let start = data.as_ptr() as usize - text.as_ptr() as usize;
         let end = start + data.len();
-        Some(text.narrow_to(start, end))
+        Ok(text.narrow_to(start, end))
     }
 
     /// The type and payload of the events at `seqs`, as one flat JSON array
     /// `[type, data, type, data, ...]` (what deriving and the header fold
     /// read; the type is null for a kind without a fixed name).
-    pub fn payloads_json(&self, seqs: &[u32]) -> String {
+    pub fn payloads_json(&self, seqs: &[u32]) -> CoreResult<String> {
         let mut out = String::with_capacity(
             2 + seqs
                 .iter()
@@ -56,39 +59,42 @@ impl Log {
                 None => out.push_str("null"),
             }
             out.push(',');
-            out.push_str(self.data_of(i).as_deref().unwrap_or("null"));
+            out.push_str(&self.data_of(i)?);
         }
         out.push(']');
-        out
+        Ok(out)
     }
 
     /// The whole log as the JSONL store writes it.
-    pub fn to_jsonl(&self) -> String {
+    pub fn to_jsonl(&self) -> CoreResult<String> {
         let header = self.header.line();
         let mut out =
             String::with_capacity(header.len() + 1 + self.texts_bytes(0, self.texts.len()));
         out.push_str(&header);
         out.push('\n');
         self.texts.visit(0, self.texts.len(), |_, text| {
-            if let Some(text) = text {
-                out.push_str(text);
-                out.push('\n');
-            }
-        });
-        out
+            out.push_str(text);
+            out.push('\n');
+        })?;
+        Ok(out)
     }
 
     /// The section-8 closers for this log.
-    pub fn closers(&self) -> Vec<String> {
+    pub fn closers(&self) -> CoreResult<Vec<String>> {
         let from = self.last_boundary.unwrap_or(0);
-        let datas: Vec<(usize, super::EventMeta, Text<'_>)> = (from..self.texts.len())
-            .filter_map(|i| Some((i, self.metas.get(i)?, self.data_of(i)?)))
-            .collect();
-        closers(datas.iter().map(|(i, meta, data)| ScanEvent {
+        let mut datas = Vec::with_capacity(self.texts.len().saturating_sub(from));
+        for i in from..self.texts.len() {
+            let meta = self
+                .metas
+                .get(i)
+                .ok_or_else(|| CoreError::Internal(format!("no facts kept for event {i}")))?;
+            datas.push((i, meta, self.data_of(i)?));
+        }
+        Ok(closers(datas.iter().map(|(i, meta, data)| ScanEvent {
             kind: meta.kind,
             seq: *i as u64,
             time: meta.time,
             data,
-        }))
+        })))
     }
 }

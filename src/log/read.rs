@@ -481,13 +481,13 @@ impl Log {
         // The fold records spans only; the log takes the texts after it.
         let mut log = Log::new(header);
         log.metas.reserve_exact(count);
-        log.texts.reserve(count);
+        log.texts_mut().reserve(count);
         let folded = log.fold_parts(&parts, 0, 0, verify, helper, &mut observe);
         let texts: Vec<String> = parts.into_iter().map(|p| p.text).collect();
         if let Err((index, err)) = folded {
             return Err((index, err, texts));
         }
-        log.texts.adopt_buffers(texts);
+        log.texts_mut().adopt_buffers(texts);
         Ok(log)
     }
 }
@@ -526,7 +526,7 @@ mod tests {
 
     /// What reading `bytes` gives: the log's JSONL and surface, or the error.
     fn outcome(read: Result<Log, LineError>) -> Result<(String, Vec<u64>), (usize, String)> {
-        read.map(|log| (log.to_jsonl(), log.surface().nodes()))
+        read.map(|log| (log.to_jsonl().expect("texts read"), log.surface().nodes()))
             .map_err(|e| (e.line, e.error.to_string()))
     }
 

@@ -51,6 +51,8 @@ pub struct PayloadBatch {
 pub struct JsonlReading {
     /// Bytes pushed since the last piece.
     current: Vec<u8>,
+    /// `current[..searched]` holds no newline.
+    searched: usize,
     piece_bytes: usize,
     /// Pieces for the reading thread, until the pushing ends.
     pieces: Option<mpsc::Sender<Vec<u8>>>,
@@ -79,6 +81,7 @@ impl JsonlReading {
     pub(super) fn with_piece_bytes(piece_bytes: usize) -> JsonlReading {
         JsonlReading {
             current: Vec::new(),
+            searched: 0,
             piece_bytes,
             pieces: None,
             ended: false,
@@ -110,11 +113,18 @@ impl JsonlReading {
             if self.current.len() < self.piece_bytes {
                 continue;
             }
-            if let Some(i) = memchr::memrchr(b'\n', &self.current) {
+            // Bytes before `searched` hold no newline, so a line longer than
+            // a piece costs a search of each byte once, not of the whole
+            // line at every part.
+            let searched = self.searched.min(self.current.len());
+            let last = memchr::memrchr(b'\n', &self.current[searched..]).map(|i| searched + i);
+            self.searched = self.current.len();
+            if let Some(i) = last {
                 // What follows the last newline starts the next piece.
                 let mut next = Vec::with_capacity(self.piece_bytes + part.len());
                 next.extend_from_slice(&self.current[i + 1..]);
                 self.current.truncate(i + 1);
+                self.searched = next.len();
                 let piece = std::mem::replace(&mut self.current, next);
                 self.send(piece);
             }
@@ -375,7 +385,7 @@ impl Stream {
             })
             .collect();
         log.metas.reserve(events);
-        log.texts.reserve(events);
+        log.texts_mut().reserve(events);
         log.fold_parts(
             &parts,
             self.next,
@@ -386,7 +396,7 @@ impl Stream {
         )
         .map_err(|(index, err)| event_error(index, err))?;
         self.texts.extend(parts.into_iter().map(|p| p.text));
-        log.texts.adopt_buffers(self.texts);
+        log.texts_mut().adopt_buffers(self.texts);
         Ok(log)
     }
 }
@@ -540,14 +550,15 @@ mod tests {
         let nodes: Vec<u32> = log.surface().nodes().iter().map(|&n| n as u32).collect();
         assert_eq!(seqs, nodes);
         for b in &batches {
-            assert_eq!(b.json, log.payloads_json(&b.seqs));
+            assert_eq!(b.json, log.payloads_json(&b.seqs).expect("payloads read"));
         }
         assert_eq!(
-            log.to_jsonl(),
+            log.to_jsonl().expect("texts read"),
             Log::from_jsonl(text.as_bytes())
                 .map_err(|e| e.line)
                 .expect("reads")
                 .to_jsonl()
+                .expect("texts read")
         );
     }
 
@@ -562,7 +573,7 @@ mod tests {
         assert!(sent <= 2 * 4 + SPECULATION_SLACK + 1, "sent {sent}");
         assert!(sent > SPECULATION_SLACK);
         for b in &batches {
-            assert_eq!(b.json, log.payloads_json(&b.seqs));
+            assert_eq!(b.json, log.payloads_json(&b.seqs).expect("payloads read"));
         }
         // A log compacted fewer times is handed over whole.
         let text = compacted(200);

@@ -1,8 +1,17 @@
 //! Event texts in blocks that never move; full blocks are kept compressed.
 
+use crate::error::{CoreError, CoreResult};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+
+fn missing(k: usize) -> CoreError {
+    CoreError::Internal(format!("block {k} of event texts is missing"))
+}
+
+fn missing_text(i: usize) -> CoreError {
+    CoreError::Internal(format!("the text of event {i} is missing"))
+}
 
 /// One block of texts, one after another.
 #[derive(Debug, Clone)]
@@ -41,6 +50,8 @@ pub struct Texts {
     pub(super) compress_on_seal: bool,
     /// The compressor thread, while it runs (see `compress`).
     compressing: Option<JoinHandle<Compressed>>,
+    /// Nothing waits for the compressor (a cheap look before `compress`).
+    pub(super) idle: bool,
     /// The block opened last, shared with the texts handed out from it: a
     /// run of reads in one block decompresses it once.
     recent: Mutex<Option<(usize, Arc<String>)>>,
@@ -54,6 +65,7 @@ impl Clone for Texts {
             spans: self.spans.clone(),
             compress_on_seal: self.compress_on_seal,
             compressing: None,
+            idle: false,
             recent: Mutex::new(None),
         }
     }
@@ -109,62 +121,69 @@ impl Texts {
         let k = self.bases.partition_point(|&b| b <= s).checked_sub(1)?;
         Some((k, self.bases[k]))
     }
-    /// Block `k` as text (opened if compressed).
-    fn open(&self, k: usize) -> Option<Text<'_>> {
-        match self.blocks.get(k)? {
-            Block::Raw(text) => Some(Text::Borrowed(text)),
-            Block::Shared(text) => Some(Text::Borrowed(text)),
-            Block::Kept(text) => Some(Text::Borrowed(text)),
-            Block::Lz4 { len, bytes } => {
+    /// Block `k` as text (opened if compressed). A block that does not
+    /// decompress is a bug (its bytes never leave this struct): `INTERNAL`.
+    fn open(&self, k: usize) -> CoreResult<Text<'_>> {
+        match self.blocks.get(k) {
+            None => Err(missing(k)),
+            Some(Block::Raw(text)) | Some(Block::Kept(text)) => Ok(Text::Borrowed(text)),
+            Some(Block::Shared(text)) => Ok(Text::Borrowed(text)),
+            Some(Block::Lz4 { len, bytes }) => {
                 let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some((j, block)) = recent.as_ref() {
                     if *j == k {
-                        return Some(Text::Opened(block.clone(), 0, block.len()));
+                        return Ok(Text::Opened(block.clone(), 0, block.len()));
                     }
                 }
-                // What was compressed here decompresses (the bytes never
-                // leave this struct); a failure would be a bug, and reads as
-                // a missing text rather than a wrong one.
-                let raw = lz4_flex::block::decompress(bytes, *len).ok()?;
-                let block = Arc::new(String::from_utf8(raw).ok()?);
+                let raw = lz4_flex::block::decompress(bytes, *len).map_err(|e| {
+                    CoreError::Internal(format!("a block of event texts does not decompress: {e}"))
+                })?;
+                let block = Arc::new(String::from_utf8(raw).map_err(|_| {
+                    CoreError::Internal(
+                        "a block of event texts decompresses to invalid UTF-8".into(),
+                    )
+                })?);
                 *recent = Some((k, block.clone()));
                 let end = block.len();
-                Some(Text::Opened(block, 0, end))
+                Ok(Text::Opened(block, 0, end))
             }
         }
     }
-    pub fn get(&self, i: usize) -> Option<Text<'_>> {
-        let &(s, e) = self.spans.get(i)?;
-        let (k, base) = self.block_of(s)?;
+    /// The text of event `i`.
+    pub fn get(&self, i: usize) -> CoreResult<Text<'_>> {
+        let &(s, e) = self.spans.get(i).ok_or_else(|| missing_text(i))?;
+        let (k, base) = self.block_of(s).ok_or_else(|| missing_text(i))?;
         let block = self.open(k)?;
         let (s, e) = (s - base, e - base);
-        Some(match block {
-            Text::Borrowed(text) => Text::Borrowed(text.get(s..e)?),
+        match block {
+            Text::Borrowed(text) => text
+                .get(s..e)
+                .map(Text::Borrowed)
+                .ok_or_else(|| missing_text(i)),
             Text::Opened(block, ..) => {
-                block.get(s..e)?;
-                Text::Opened(block, s, e)
+                block.get(s..e).ok_or_else(|| missing_text(i))?;
+                Ok(Text::Opened(block, s, e))
             }
-        })
+        }
     }
-    /// Call `f` with each of texts `from..to` in order (a missing one as
-    /// `None`), opening each block once.
-    pub fn visit(&self, from: usize, to: usize, mut f: impl FnMut(usize, Option<&str>)) {
+    /// Call `f` with each of texts `from..to` in order, opening each block
+    /// once; the first text that cannot be read stops it (`INTERNAL`).
+    pub fn visit(&self, from: usize, to: usize, mut f: impl FnMut(usize, &str)) -> CoreResult<()> {
         let to = to.min(self.len());
         let mut open: Option<(usize, usize, Text<'_>)> = None;
         for i in from..to {
             let (s, e) = self.spans[i];
-            let Some((k, base)) = self.block_of(s) else {
-                f(i, None);
-                continue;
-            };
+            let (k, base) = self.block_of(s).ok_or_else(|| missing_text(i))?;
             if open.as_ref().is_none_or(|(j, ..)| *j != k) {
-                open = self.open(k).map(|t| (k, base, t));
+                open = Some((k, base, self.open(k)?));
             }
             let text = open
                 .as_ref()
-                .and_then(|(_, base, t)| t.get(s - base..e - base));
+                .and_then(|(_, base, t)| t.get(s - base..e - base))
+                .ok_or_else(|| missing_text(i))?;
             f(i, text);
         }
+        Ok(())
     }
     /// The length of block `k` as text.
     fn block_len(&self, k: usize) -> usize {
@@ -218,6 +237,7 @@ impl Texts {
         }
     }
     pub fn push(&mut self, text: &str) {
+        self.idle = false;
         let start = self.end();
         self.room(text.len()).push_str(text);
         self.spans.push((start, start + text.len()));
@@ -231,6 +251,7 @@ impl Texts {
     /// offset there); before any push. They wait for the compressor as
     /// they are (see `compress`).
     pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
+        self.idle = false;
         self.blocks = Vec::with_capacity(texts.len());
         self.bases = Vec::with_capacity(texts.len());
         let mut base = 0;
@@ -267,6 +288,8 @@ impl Texts {
         let waiting = self.waiting();
         let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
         if waiting.is_empty() || bytes < min_bytes {
+            // Only a push (which a built log never takes) makes more wait.
+            self.idle = true;
             return true;
         }
         let mut work = Vec::with_capacity(waiting.len());
@@ -300,18 +323,6 @@ impl Texts {
                 _ => false,
             })
             .collect()
-    }
-
-    /// Whether `compress(min_bytes)` has work: the compressor runs, or
-    /// `min_bytes` wait for it.
-    pub fn has_work(&self, min_bytes: usize) -> bool {
-        self.compressing.is_some()
-            || self
-                .waiting()
-                .iter()
-                .map(|&k| self.block_len(k))
-                .sum::<usize>()
-                >= min_bytes.max(1)
     }
 
     /// Put what the compressor gave back in place of the blocks it took.
@@ -359,7 +370,7 @@ impl Texts {
         self.spans.push((start, end));
     }
     pub fn iter(&self) -> impl Iterator<Item = Text<'_>> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i))
+        (0..self.len()).filter_map(|i| self.get(i).ok())
     }
     /// The offsets texts `from..to` cover (at least their total length).
     pub(super) fn span_bytes(&self, from: usize, to: usize) -> usize {
@@ -403,7 +414,8 @@ mod tests {
 
     fn visited(t: &Texts, from: usize, to: usize) -> Vec<Option<String>> {
         let mut out = Vec::new();
-        t.visit(from, to, |_, s| out.push(s.map(str::to_string)));
+        t.visit(from, to, |_, s| out.push(Some(s.to_string())))
+            .expect("every text reads");
         out
     }
 
@@ -448,7 +460,7 @@ mod tests {
         t.push("");
         t.push("gh");
         assert_eq!(all(&t), vec!["ab", "cd", "ef", big.as_str(), "", "gh"]);
-        assert!(t.get(6).is_none());
+        assert!(t.get(6).is_err());
         assert_eq!(t.len(), 6);
         // Nothing is compressed until asked; then the full blocks are (the
         // big text is one repeated byte; "cdef" does not compress), and the
@@ -481,7 +493,7 @@ mod tests {
         t.push("fg");
         assert_eq!(all(&t), vec!["ab", "c", "de", "fg"]);
         assert_eq!(t.blocks.len(), 3, "the empty buffer is not kept");
-        assert!(t.get(4).is_none());
+        assert!(t.get(4).is_err());
     }
 
     #[test]
@@ -528,7 +540,7 @@ mod tests {
         assert!(pieces > 10, "{pieces} pieces");
         assert_eq!(all(&t), want);
         for i in (0..want.len()).rev().step_by(13) {
-            assert_eq!(t.get(i).as_deref(), Some(want[i].as_str()), "text {i}");
+            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
         }
         t.push("after");
         want.push("after".into());
@@ -596,7 +608,7 @@ mod tests {
         assert_eq!(all(&t), want);
         // Random access in any order (each read may open another block).
         for i in (0..want.len()).rev().step_by(7) {
-            assert_eq!(t.get(i).as_deref(), Some(want[i].as_str()), "text {i}");
+            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
         }
         for (from, to) in [(0, 0), (0, 1), (5, 30_000), (39_990, 50_000)] {
             let got = visited(&t, from, to);
@@ -609,12 +621,48 @@ mod tests {
         }
         // A clone reads the same, with its own opened block.
         let c = t.clone();
-        assert_eq!(c.get(12_345).as_deref(), Some(want[12_345].as_str()));
+        assert_eq!(c.get(12_345).ok().as_deref(), Some(want[12_345].as_str()));
         // A part of a text narrows to the same bytes.
         let x = t.get(2).unwrap_or(Text::Borrowed(""));
         let data = x.find("\"data\"").map_or(0, |p| p);
         let part = x[data..x.len() - 1].to_string();
         assert_eq!(&*x.clone().narrow_to(data, x.len() - 1), part.as_str());
         assert_eq!(&*x.narrow_to(3, 1), "", "not a part");
+    }
+
+    #[test]
+    fn a_block_that_does_not_decompress_is_an_internal_error_never_a_made_up_text() {
+        let mut t = Texts {
+            compress_on_seal: true,
+            ..Default::default()
+        };
+        let text = "{\"type\":\"x\",\"seq\":0,\"time\":1,\"data\":{\"t\":\"abcabcabc\"}}";
+        for _ in 0..20_000 {
+            t.push(text);
+        }
+        let k = t
+            .blocks
+            .iter()
+            .position(|b| matches!(b, Block::Lz4 { .. }))
+            .expect("a full block was compressed");
+        if let Block::Lz4 { bytes, .. } = &mut t.blocks[k] {
+            let half = bytes.len() / 2;
+            bytes[..half].fill(0xff);
+        }
+        let inside = t
+            .spans
+            .iter()
+            .position(|&(s, _)| t.block_of(s).map(|b| b.0) == Some(k));
+        let err = t.get(inside.expect("a text in the block")).unwrap_err();
+        assert_eq!(err.code(), "INTERNAL");
+        assert!(
+            err.to_string()
+                .starts_with("a block of event texts does not decompress"),
+            "{err}"
+        );
+        let mut seen = 0;
+        let visited = t.visit(0, t.len(), |_, _| seen += 1);
+        assert_eq!(visited.map_err(|e| e.code()), Err("INTERNAL"));
+        assert!(seen < t.len());
     }
 }

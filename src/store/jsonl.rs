@@ -10,7 +10,7 @@
 //! `<root>/.locks/<stem>.lock` (one per id, whatever its bucket).
 
 use super::load::{self, Place, Repaired};
-use super::{persisted_collision, Backend, Batch, Key, Listed};
+use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{CoreError, CoreResult};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
@@ -23,15 +23,16 @@ pub struct JsonlBackend {
     root: PathBuf,
 }
 
-/// The open log of one session.
+/// Where one session's log is. No descriptor is kept between operations:
+/// a write opens the log, checks it is still the file the store left, and
+/// closes it, so a store holds no descriptor per session it wrote (only
+/// its lease's lock file, see `MAX_HELD_LEASES`).
 #[derive(Default)]
 pub struct JsonlHandle {
     path: Option<PathBuf>,
-    file: Option<File>,
     /// Bytes of the log that are durable and ours: the next write starts here.
     len: u64,
-    /// The file the store read or wrote, when `file` is not kept open (a
-    /// loaded session holds no descriptor of its log until it writes).
+    /// The file's device and inode when the store read or wrote it.
     identity: Option<(u64, u64)>,
 }
 
@@ -378,15 +379,21 @@ fn repair_lines(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, us
 /// Make a repair durable: truncate `file` to `committed` bytes, append the
 /// closers, fsync. Idempotent: after a crash in between, the next load
 /// repairs the same way. Returns the new file length.
-pub fn write_repair(file: &File, committed: u64, repaired: &Repaired) -> std::io::Result<u64> {
+pub fn write_repair(
+    file: &File,
+    path: &Path,
+    committed: u64,
+    repaired: &Repaired,
+) -> CoreResult<u64> {
     let mut closers = String::new();
-    for c in repaired.closers() {
+    for c in repaired.closers()? {
         closers.push_str(&c);
         closers.push('\n');
     }
-    file.set_len(committed)?;
-    write_all_at(file, closers.as_bytes(), committed)?;
-    file.sync_data()?;
+    file.set_len(committed)
+        .and_then(|()| write_all_at(file, closers.as_bytes(), committed))
+        .and_then(|()| file.sync_data())
+        .map_err(|e| io("cannot repair session log", path, e))?;
     Ok(committed + closers.len() as u64)
 }
 
@@ -514,43 +521,77 @@ impl Backend for JsonlBackend {
         )
     }
 
-    fn load(&self, key: &Key, handle: &mut JsonlHandle, durable: bool) -> CoreResult<Option<Log>> {
+    fn load(
+        &self,
+        key: &Key,
+        handle: &mut JsonlHandle,
+        mode: LoadMode,
+    ) -> CoreResult<Option<Loaded>> {
         let Some(path) = self.find(key)? else {
             return Ok(None);
         };
-        // The writer reads through the handle it keeps, so what it read is
-        // the file it writes (a read-only file is read; a write fails later).
-        let writable = durable
+        // A writer reads through the descriptor it writes with, so what it
+        // read is the file it changes (a read-only file is read; a write
+        // then fails).
+        let writable = (mode != LoadMode::Read)
             .then(|| OpenOptions::new().read(true).write(true).open(&path))
             .and_then(Result::ok);
         let mut file = match writable {
             Some(f) => f,
             None => File::open(&path).map_err(|e| io("cannot open session log", &path, e))?,
         };
+        if handle.identity.is_some()
+            && file.metadata().ok().as_ref().and_then(identity) != handle.identity
+        {
+            return Err(replaced(&path, &key.id, REPLACED));
+        }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| io("cannot read session log", &path, e))?;
         let mut len = bytes.len() as u64;
         let (repaired, committed, _) = repair_vec(bytes, Some(&key.id))?;
-        if durable {
-            if repaired.needs_write() {
-                check_still_the_log(&file, &path, len, &key.id)?;
-                len = write_repair(&file, committed, &repaired)
-                    .map_err(|e| io("cannot repair session log", &path, e))?;
+        let stored = match mode {
+            LoadMode::Read => repaired.preserved,
+            LoadMode::Repair => {
+                if repaired.needs_write() {
+                    check_still_the_log(&file, &path, len, &key.id)?;
+                    len = write_repair(&file, &path, committed, &repaired)?;
+                }
+                repaired.log.len()
             }
-            // A first append killed after publishing its log leaves its
-            // temporary file; the lease says no one is writing it now.
+            LoadMode::Continue => {
+                if repaired.torn {
+                    check_still_the_log(&file, &path, len, &key.id)?;
+                    file.set_len(committed)
+                        .and_then(|()| file.sync_data())
+                        .map_err(|e| io("cannot repair session log", &path, e))?;
+                    len = committed;
+                }
+                repaired.preserved
+            }
+        };
+        if mode != LoadMode::Read {
             if let Some(dir) = path.parent() {
+                // A first append killed after publishing its log leaves its
+                // temporary file; the lease says no one is writing it now.
                 let _ = fs::remove_file(dir.join(format!("{}.jsonl.tmp", stem(&key.file))));
+                if mode == LoadMode::Continue {
+                    // A writer reading again after a failed write: the log's
+                    // directory entry may not be durable yet (a first
+                    // append whose directory fsync failed after publishing).
+                    sync_dir(dir)?;
+                }
             }
         }
         *handle = JsonlHandle {
             path: Some(path),
             identity: file.metadata().ok().as_ref().and_then(identity),
-            file: None,
             len,
         };
-        Ok(Some(repaired.log))
+        Ok(Some(Loaded {
+            log: repaired.log,
+            stored,
+        }))
     }
 
     fn create_log(
@@ -595,7 +636,6 @@ impl Backend for JsonlBackend {
         *handle = JsonlHandle {
             path: Some(path),
             identity: file.metadata().ok().as_ref().and_then(identity),
-            file: Some(file),
             len: (head.len() + batch.lines.len()) as u64,
         };
         Ok(())
@@ -606,38 +646,33 @@ impl Backend for JsonlBackend {
             Some(p) => p.clone(),
             None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
         };
-        if handle.file.is_none() {
-            let f = match OpenOptions::new().write(true).open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
-                    return Err(replaced(&path, &key.id, REMOVED))
-                }
-                Err(e) => return Err(io("cannot open session log", &path, e)),
-            };
-            // The file at the path must be the one the store read.
-            let opened = f.metadata().ok().as_ref().and_then(identity);
-            if handle.identity.is_some() && opened != handle.identity {
-                return Err(replaced(&path, &key.id, REPLACED));
+        let file = match OpenOptions::new().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
+                return Err(replaced(&path, &key.id, REMOVED))
             }
-            handle.identity = opened;
-            handle.file = Some(f);
-            handle.path = Some(path.clone());
-        }
-        let Some(file) = handle.file.as_ref() else {
-            return Err(super::not_found(&key.id));
+            Err(e) => return Err(io("cannot open session log", &path, e)),
         };
-        check_still_the_log(file, &path, handle.len, &key.id)?;
+        // The file at the path must be the one the store read or wrote,
+        // ending where the store left it.
+        let opened = file.metadata().ok().as_ref().and_then(identity);
+        if handle.identity.is_some() && opened != handle.identity {
+            return Err(replaced(&path, &key.id, REPLACED));
+        }
+        check_still_the_log(&file, &path, handle.len, &key.id)?;
         let result =
-            write_all_at(file, batch.lines.as_bytes(), handle.len).and_then(|()| file.sync_data());
+            write_all_at(&file, batch.lines.as_bytes(), handle.len).and_then(|()| file.sync_data());
         match result {
             Ok(()) => {
+                handle.identity = opened;
+                handle.path = Some(path);
                 handle.len += batch.lines.len() as u64;
                 Ok(())
             }
             Err(e) => {
-                // Leave no partial batch behind; the next append rewrites from `len`.
+                // Leave no partial batch behind (a load would drop it as a
+                // torn tail anyway).
                 let _ = file.set_len(handle.len);
-                handle.file = None;
                 Err(io("cannot append to session log", &path, e))
             }
         }

@@ -39,9 +39,9 @@ pub struct Repaired {
 
 impl Repaired {
     /// The closers' texts, to append to the storage.
-    pub fn closers(&self) -> Vec<String> {
+    pub fn closers(&self) -> CoreResult<Vec<String>> {
         (self.preserved..self.log.len())
-            .filter_map(|i| self.log.text(i).map(|t| t.to_string()))
+            .map(|i| self.log.text(i).map(|t| t.to_string()))
             .collect()
     }
 
@@ -240,7 +240,7 @@ fn slow_repair(
 
 /// Append the closers to the kept events.
 fn finish(mut log: Log, preserved: usize, total: usize) -> CoreResult<Repaired> {
-    for text in log.closers() {
+    for text in log.closers()? {
         let index = log.len();
         log.accept_text(&text, index).map_err(|e| {
             CoreError::CorruptLog(format!(
@@ -292,7 +292,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((r.preserved, r.torn, r.log.len()), (3, false, 4));
-        assert!(r.closers()[0].contains("\"interrupted\""));
+        assert!(r.closers().unwrap()[0].contains("\"interrupted\""));
     }
 
     #[test]

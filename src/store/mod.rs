@@ -1,8 +1,16 @@
-//! Durable session stores (SPEC 11): what both backends share. `Store` keeps
-//! the per-session bookkeeping (lazy creation, the stored length, the last
-//! stored event) and checks every batch; a `Backend` only reads, writes and
-//! repairs one medium (JSONL files or one SQLite database). Every method here
-//! blocks on I/O: the binding runs them on the libuv thread pool.
+//! Durable session stores (SPEC 11): what every backend shares. `Store`
+//! keeps the per-session bookkeeping (lazy creation, the stored length, the
+//! write lease, which live session the stored log belongs to) and checks
+//! every batch; a `Backend` only reads, writes and repairs one medium (JSONL
+//! files, one SQLite database, PostgreSQL). Every method here blocks on I/O:
+//! the binding runs them off the JS thread.
+//!
+//! A live session's flush (SPEC 11.1) writes the events `[stored length,
+//! session length at the call)`, in one step that holds the session's slot
+//! and its lease: the store proves first that what it holds is the
+//! session's own prefix (once per session object, by its token; again after
+//! anything that may have changed storage behind it), and refuses a batch
+//! that does not start exactly at the stored length.
 
 pub mod jsonl;
 pub mod lease;
@@ -12,16 +20,21 @@ pub mod sqlite;
 
 use crate::error::{CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
-use crate::log::Log;
+use crate::log::{Log, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Refused};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// How many sessions' lock files one store keeps locked (an open
+/// descriptor each). Past it, the least recently used lease is let go; its
+/// session is read again under the lease before this store writes it next.
+pub const MAX_HELD_LEASES: usize = 256;
 
 /// How the caller names one session: its id, and for JSONL the file name
 /// the id encodes to (the encoding is over UTF-16 code units, done in JS).
@@ -49,41 +62,68 @@ impl Batch {
         let body = self.lines.strip_suffix('\n')?;
         body.rsplit('\n').next()
     }
+}
 
-    /// The events from position `skip` on.
-    fn skip(self, skip: usize) -> Batch {
-        if skip == 0 {
-            return self;
-        }
-        let offset = self
-            .lines
-            .match_indices('\n')
-            .nth(skip - 1)
-            .map_or(self.lines.len(), |(i, _)| i + 1);
-        Batch {
-            first_seq: self.first_seq + skip as u64,
-            count: self.count.saturating_sub(skip),
-            lines: self.lines[offset..].to_string(),
-        }
-    }
+/// The events of a live session a flush may read: the texts its native log
+/// holds (events `0..prefix.len()`, shared) and the lines JS wrote for its
+/// own later events, from `live_from` on.
+pub struct SessionTexts {
+    pub prefix: Arc<Texts>,
+    pub live_from: u64,
+    /// The live events' texts, a line each.
+    pub live: String,
+}
 
-    fn text_at(&self, index: usize) -> Option<&str> {
-        self.texts().nth(index)
+impl SessionTexts {
+    /// Call `f` with the texts of events `from..to` in order; an event it
+    /// does not hold stops it (`INTERNAL`).
+    fn visit(&self, from: u64, to: u64, mut f: impl FnMut(u64, &str)) -> CoreResult<()> {
+        let split = (self.prefix.len() as u64).clamp(from, to);
+        self.prefix
+            .visit(from as usize, split as usize, |i, t| f(i as u64, t))?;
+        if split >= to {
+            return Ok(());
+        }
+        let mut lines = self.live.split_terminator('\n');
+        if split < self.live_from {
+            return Err(missing_live(split));
+        }
+        for _ in self.live_from..split {
+            lines.next();
+        }
+        for seq in split..to {
+            f(seq, lines.next().ok_or_else(|| missing_live(seq))?);
+        }
+        Ok(())
     }
 }
 
-/// The texts of a live session's events not stored yet, copied from its
-/// native log on the main thread (see `binding::store`).
-#[derive(Debug)]
-pub struct Staged {
+fn missing_live(seq: u64) -> CoreError {
+    CoreError::Internal(format!("the flush was not given the text of event {seq}"))
+}
+
+/// A live session's flush, as the binding hands it over.
+pub struct Flush {
+    /// The session object (`NativeSession::token`).
+    pub token: u64,
     /// The session's header (a log created by this flush gets it).
     pub header: SessionHeader,
-    /// Events `batch.first_seq..` of the session; `first_seq` is the store's
-    /// cursor when staging began (0 when the store did not track the id).
-    pub batch: Batch,
-    /// The session's text of event `first_seq - 1`, to check that the
-    /// stored log and the session are the same log.
-    pub anchor: Option<Box<str>>,
+    /// The session's texts are given from this seq on: the store's cursor
+    /// for this session when the flush began (`cursor`), else 0.
+    pub start: u64,
+    /// The session's length when `flush` was called: the batch ends here.
+    pub to: u64,
+    pub texts: SessionTexts,
+}
+
+/// What a flush did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Flushed {
+    /// Wrote this many events.
+    Wrote(u64),
+    /// The store must compare more of the session than it was given (its
+    /// knowledge changed since `cursor`): call again from seq 0.
+    FromStart,
 }
 
 /// A stored session found by `list()`.
@@ -94,21 +134,49 @@ pub struct Listed {
     pub header: SessionHeader,
 }
 
+/// What a load may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadMode {
+    /// Nothing: the repair stays in memory (a reader, or a read beside a
+    /// live writer).
+    Read,
+    /// Make the SPEC 11 repair durable (the caller holds the lease): drop a
+    /// torn tail, append the closers.
+    Repair,
+    /// Drop a torn tail durably, append no closers: a live writer of the
+    /// session may still continue its turn (the caller holds the lease).
+    Continue,
+}
+
+/// A loaded log: the repaired log (closers last), and how many of its
+/// events storage holds (the closers too after a `Repair`).
+pub struct Loaded {
+    pub log: Log,
+    pub stored: usize,
+}
+
 /// One storage medium.
 pub trait Backend: Send + Sync + 'static {
-    /// What the backend keeps per session between operations (an open file).
+    /// What the backend keeps per session between operations (where its
+    /// log is, its lease epoch).
     type Handle: Send + Default + 'static;
 
     /// Whether a log is stored for `key`.
     fn exists(&self, key: &Key) -> CoreResult<bool>;
     /// The lock file of the session's write lease; `None` when no other
-    /// store can reach the session (an in-memory database).
+    /// store can reach the session (an in-memory database) or the backend
+    /// keeps its own lease (PostgreSQL's lease row).
     fn lease_path(&self, key: &Key) -> Option<PathBuf>;
-    /// Read the stored log and repair it (SPEC 11); with `durable` (the
-    /// caller holds the session's lease) make the repair durable, else
-    /// write nothing. `None` when nothing is stored. A failed load changes
-    /// nothing.
-    fn load(&self, key: &Key, handle: &mut Self::Handle, durable: bool) -> CoreResult<Option<Log>>;
+    /// Read the stored log and repair it (SPEC 11), writing what `mode`
+    /// says. `None` when nothing is stored. A failed load changes nothing.
+    /// A handle that already names a log (a store reading again what it
+    /// wrote) refuses another one found in its place (`LOG_REPLACED`).
+    fn load(
+        &self,
+        key: &Key,
+        handle: &mut Self::Handle,
+        mode: LoadMode,
+    ) -> CoreResult<Option<Loaded>>;
     /// Create the log with its header and first batch, atomically and durably;
     /// never overwrites a stored log.
     fn create_log(
@@ -118,18 +186,16 @@ pub trait Backend: Send + Sync + 'static {
         batch: &Batch,
         handle: &mut Self::Handle,
     ) -> CoreResult<()>;
-    /// Append one batch to a stored log, atomically and durably.
+    /// Append one batch to a stored log, atomically and durably, refusing
+    /// (`SEQ_MISMATCH`) when storage does not end just before `batch.first_seq`.
     fn append(&self, key: &Key, batch: &Batch, handle: &mut Self::Handle) -> CoreResult<()>;
     /// Every stored session's header, reading headers only.
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
     fn close(&self);
     /// Why this store may not write the session it loaded into `handle`
-    /// (`SESSION_IN_USE`): a backend that keeps its own lease (PostgreSQL's
-    /// lease row, with no lock file) found another writer holding it and
-    /// read as a reader, writing nothing. The store reads it again before
-    /// it writes, as after a load without the file lease, and is refused
-    /// when that read is a reader's too.
+    /// (`SESSION_IN_USE`): a backend that keeps its own lease found another
+    /// writer holding it and read as a reader, writing nothing.
     fn refusal(&self, _handle: &Self::Handle) -> Option<CoreError> {
         None
     }
@@ -142,19 +208,22 @@ struct Tracked<H> {
     materialized: bool,
     /// The stored log length: the seq the next batch must start at.
     next_seq: u64,
-    /// The text of the last stored event.
-    last_text: Option<Box<str>>,
     handle: H,
     /// The session's write lease, once this store has taken it.
     lease: Option<Lease>,
-    /// Whether the fields above were read under the lease (or need none):
-    /// only then do they say what storage holds. A load without the lease
-    /// holds the repair in memory, and another writer may have written since.
+    /// Whether the fields above were read under the lease (or need none)
+    /// and nothing failed since: only then do they say what storage holds.
     authoritative: bool,
     /// The stored session's surface, to check `append` batches against
     /// (SPEC 5); `None` after a flush (the session checked those events),
     /// rebuilt by a load when an append needs it.
     surface: Option<Surface>,
+    /// The live session (token) whose events `0..verified` the stored log
+    /// is known to hold, and the text of event `verified - 1` as written or
+    /// read then (to check, after a lapse, that storage still ends so).
+    owner: Option<u64>,
+    verified: u64,
+    verified_last: Option<Box<str>>,
 }
 
 impl<H: Default> Tracked<H> {
@@ -164,29 +233,59 @@ impl<H: Default> Tracked<H> {
             header,
             materialized: false,
             next_seq: 0,
-            last_text: None,
             handle: H::default(),
             lease: None,
-            authoritative: false,
+            // Nothing stored is known, and the first write never
+            // overwrites a log (it refuses one that appeared meanwhile).
+            authoritative: true,
             surface: Some(Surface::new()),
+            owner: None,
+            verified: 0,
+            verified_last: None,
+        }
+    }
+
+    /// What a load under the lease (or needing none) found.
+    fn loaded(
+        header: SessionHeader,
+        loaded: &Loaded,
+        handle: H,
+        authoritative: bool,
+    ) -> Tracked<H> {
+        Tracked {
+            header,
+            materialized: true,
+            next_seq: loaded.stored as u64,
+            handle,
+            lease: None,
+            authoritative,
+            surface: Some(loaded.log.surface().clone()),
+            owner: None,
+            verified: 0,
+            verified_last: None,
         }
     }
 }
 
 type Slot<H> = Arc<Mutex<Option<Tracked<H>>>>;
 
-/// The operations of `JsonlSessionStore` and `SqliteSessionStore`.
+/// The operations of the three stores.
 pub trait SessionStore: Send + Sync {
     fn create(&self, key: &Key, header: SessionHeader) -> CoreResult<()>;
     fn append(&self, key: &Key, batch_json: &str) -> CoreResult<()>;
     /// Repair-load a stored session. It takes the session's write lease
-    /// when it is free (and keeps it until `close`), making the repair
-    /// durable; without it (another store holds it) the repair stays in
-    /// memory, unless `writer` asks for the lease (`SESSION_IN_USE`).
+    /// when it is free, making the repair durable; without it (another
+    /// store holds it), or while a live session of this store writes the
+    /// session, the repair stays in memory, unless `writer` asks for the
+    /// lease (`SESSION_IN_USE`).
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log>;
-    /// The seq the next write for `id` starts at, when the store tracks it.
-    fn cursor(&self, id: &str) -> Option<u64>;
-    fn flush(&self, key: &Key, staged: Staged) -> CoreResult<u32>;
+    /// `load`, for a session object with `token`: when the load is the
+    /// writer's, the store knows that object's log is the stored log.
+    fn open(&self, key: &Key, token: u64) -> CoreResult<Log>;
+    /// Where a flush of the session object `token` starts: the stored
+    /// length when the store knows its log is that object's prefix.
+    fn cursor(&self, id: &str, token: u64) -> Option<u64>;
+    fn flush(&self, key: &Key, flush: Flush) -> CoreResult<Flushed>;
     fn list(&self) -> CoreResult<Vec<Listed>>;
     fn close(&self);
 }
@@ -194,6 +293,8 @@ pub trait SessionStore: Send + Sync {
 pub struct Store<B: Backend> {
     backend: B,
     sessions: Mutex<HashMap<String, Slot<B::Handle>>>,
+    /// Ids whose lease this store holds, least recently used first.
+    held: Mutex<VecDeque<String>>,
     closed: AtomicBool,
 }
 
@@ -212,15 +313,17 @@ pub fn persisted_collision(id: &str) -> CoreError {
     ))
 }
 
-fn live_collision(id: &str) -> CoreError {
+/// A flush of a session whose history is not the stored log's.
+fn different_history(id: &str, why: &str) -> CoreError {
     CoreError::AlreadyExists(format!(
-        "session {} already has a persisted log on disk that does not match this live session (id collision)",
+        "session {} already has a persisted log on disk that does not match this live session: \
+         the histories differ ({why}); nothing was written",
         crate::json::quote(id)
     ))
 }
 
 /// A header a store can write: SQLite keeps `createdAt` as an INTEGER, so
-/// both stores require a non-negative safe integer.
+/// every store requires a non-negative safe integer.
 pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
     match header.get("createdAt") {
         Some(v) if crate::json::as_seq(v).is_some() => Ok(()),
@@ -229,6 +332,357 @@ pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
             other.map_or_else(|| "undefined".to_string(), Value::to_string)
         ))),
     }
+}
+
+/// `SEQ_MISMATCH`: a batch starting at `first` where storage holds `stored` events.
+pub(crate) fn seq_mismatch(id: &str, first: u64, stored: u64) -> CoreError {
+    CoreError::SeqMismatch(format!(
+        "append seq mismatch for {}: expected {stored} at index 0, got {first} (the store holds {stored} events)",
+        crate::json::quote(id)
+    ))
+}
+
+/// The seq of an event text (its `seq` member), when it reads as one.
+fn seq_of_text(text: &str) -> Option<u64> {
+    crate::scan::accepted_member(text, "seq")?.parse().ok()
+}
+
+impl<B: Backend> Store<B> {
+    pub fn new(backend: B) -> Store<B> {
+        Store {
+            backend,
+            sessions: Mutex::new(HashMap::new()),
+            held: Mutex::new(VecDeque::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    fn check_open(&self) -> CoreResult<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(CoreError::Closed("session store is closed".into()));
+        }
+        Ok(())
+    }
+
+    fn slot(&self, id: &str) -> Slot<B::Handle> {
+        lock(&self.sessions)
+            .entry(id.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(None)))
+            .clone()
+    }
+
+    /// Take the session's write lease, or say who holds it
+    /// (`SESSION_IN_USE`); `None` when the session needs none.
+    fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
+        let Some(path) = self.backend.lease_path(key) else {
+            return Ok(None);
+        };
+        let lease = lease::acquire(&path, &lease::subject(&key.id)).map_err(Refused::into_error)?;
+        self.note_held(&key.id);
+        Ok(Some(lease))
+    }
+
+    /// Note that this store took `id`'s lease, and let go of the least
+    /// recently taken ones past `MAX_HELD_LEASES` (a session busy right now
+    /// keeps its lease and goes to the back of the line). A session let go
+    /// of is read again under its lease before this store writes it next.
+    fn note_held(&self, id: &str) {
+        let evicted: Vec<String> = {
+            let mut held = lock(&self.held);
+            held.retain(|h| h != id);
+            held.push_back(id.to_string());
+            let over = held.len().saturating_sub(MAX_HELD_LEASES);
+            held.drain(..over).collect()
+        };
+        for other in evicted {
+            let Some(slot) = lock(&self.sessions).get(&other).cloned() else {
+                continue;
+            };
+            let Ok(mut guard) = slot.try_lock() else {
+                lock(&self.held).push_back(other);
+                continue;
+            };
+            if let Some(t) = guard.as_mut() {
+                t.lease = None;
+                t.authoritative = false;
+            }
+        }
+    }
+
+    /// The stored log read as a reader: nothing written, nothing tracked.
+    fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
+        let mut handle = B::Handle::default();
+        self.backend.load(key, &mut handle, LoadMode::Read)
+    }
+
+    /// A load by `load` or `open` (`token`: the session object `open`
+    /// makes). While a live session of this store writes the session, the
+    /// load is a reader's (SPEC 11.1: a read never wedges a writer);
+    /// otherwise it repairs durably when it can take the lease, and the
+    /// store adopts what it read.
+    fn load_as(&self, key: &Key, writer: bool, token: Option<u64>) -> CoreResult<Log> {
+        self.check_open()?;
+        let slot = self.slot(&key.id);
+        let mut slot = lock(&slot);
+        if slot.as_ref().is_some_and(|t| t.owner.is_some()) {
+            if writer {
+                return Err(CoreError::SessionInUse(format!(
+                    "{} is in use: a live session of this store writes it; nothing was written",
+                    lease::subject(&key.id)
+                )));
+            }
+            return Ok(self.read_only(key)?.ok_or_else(|| not_found(&key.id))?.log);
+        }
+        let lease = match slot.as_mut().and_then(|t| t.lease.take()) {
+            Some(held) => Some(held),
+            None if writer => self.take_lease(key)?,
+            // No lock file for a session that is not stored.
+            None if !self.backend.exists(key)? => return Err(not_found(&key.id)),
+            // A reader reads without it (held elsewhere, or a directory
+            // this process cannot write).
+            None => self.take_lease(key).unwrap_or_default(),
+        };
+        let durable = lease.is_some() || self.backend.lease_path(key).is_none();
+        let mode = if durable {
+            LoadMode::Repair
+        } else {
+            LoadMode::Read
+        };
+        let mut handle = B::Handle::default();
+        let loaded = match self.backend.load(key, &mut handle, mode) {
+            Ok(Some(loaded)) => loaded,
+            other => {
+                if let Some(t) = slot.as_mut() {
+                    t.lease = t.lease.take().or(lease);
+                }
+                return match other {
+                    Ok(_) => Err(not_found(&key.id)),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        let refused = self.backend.refusal(&handle);
+        if let (true, Some(refused)) = (writer, refused.clone()) {
+            return Err(refused);
+        }
+        let authoritative = durable && refused.is_none();
+        let mut t = Tracked::loaded(loaded.log.header().clone(), &loaded, handle, authoritative);
+        t.lease = lease;
+        if let (true, Some(token)) = (authoritative, token) {
+            // The session `open` makes holds exactly what storage holds.
+            t.owner = Some(token);
+            t.verified = t.next_seq;
+            t.verified_last = last_text(&loaded.log, loaded.stored)?;
+        }
+        *slot = Some(t);
+        Ok(loaded.log)
+    }
+
+    /// Make this store the session's writer before it writes: take the
+    /// lease (`SESSION_IN_USE` when another store holds it) and, unless
+    /// what the store knows was read under it and nothing failed since,
+    /// read the log again under it (`mode`: `Repair` for an append with no
+    /// live writer, `Continue` when one may still continue its turn).
+    fn become_writer(
+        &self,
+        key: &Key,
+        slot: &mut Option<Tracked<B::Handle>>,
+        mode: LoadMode,
+    ) -> CoreResult<()> {
+        let Some(t) = slot.as_mut() else {
+            return Err(not_found(&key.id));
+        };
+        if t.lease.is_none() {
+            t.lease = self.take_lease(key)?;
+        }
+        if t.authoritative {
+            return Ok(());
+        }
+        match self.refresh(key, t, mode) {
+            Err(CoreError::NotFound(m)) => {
+                *slot = None;
+                Err(CoreError::NotFound(m))
+            }
+            other => other,
+        }
+    }
+
+    /// Read the stored log again (see `become_writer`). The live session
+    /// the store verified stays its owner only if storage still holds what
+    /// was verified (at least as many events, the last one verified
+    /// unchanged): otherwise a flush proves the history again from seq 0.
+    fn refresh(&self, key: &Key, t: &mut Tracked<B::Handle>, mode: LoadMode) -> CoreResult<()> {
+        if !t.materialized && !self.backend.exists(key)? {
+            // Nothing stored yet: the first write never overwrites a log.
+            t.authoritative = true;
+            return Ok(());
+        }
+        // Through the handle the store has: a backend refuses a log that is
+        // not the one it had (`LOG_REPLACED`).
+        let loaded = self
+            .backend
+            .load(key, &mut t.handle, mode)?
+            .ok_or_else(|| not_found(&key.id))?;
+        if let Some(refused) = self.backend.refusal(&t.handle) {
+            return Err(refused);
+        }
+        let stored = loaded.stored as u64;
+        let keeps = t.owner.is_some()
+            && stored >= t.verified
+            && (t.verified == 0
+                || matches!(
+                    (last_text(&loaded.log, t.verified as usize)?, t.verified_last.as_deref()),
+                    (Some(a), Some(b)) if same_event(&a, b)
+                ));
+        if !keeps {
+            t.owner = None;
+            t.verified = 0;
+            t.verified_last = None;
+        }
+        t.header = loaded.log.header().clone();
+        t.materialized = true;
+        t.next_seq = stored;
+        t.surface = Some(loaded.log.surface_at(loaded.stored)?);
+        t.authoritative = true;
+        Ok(())
+    }
+
+    /// Check that storage holds the session's own events `from..stored`
+    /// (the caller holds the lease, so nothing changes meanwhile).
+    fn compare(&self, key: &Key, texts: &SessionTexts, from: u64, stored: u64) -> CoreResult<()> {
+        let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
+        if loaded.stored as u64 != stored {
+            return Err(CoreError::SeqMismatch(format!(
+                "flush of session {}: storage holds {} events where this store read {stored}; nothing was written",
+                crate::json::quote(&key.id),
+                loaded.stored
+            )));
+        }
+        let mut differs = None;
+        let mut failed = None;
+        texts.visit(from, stored, |seq, text| {
+            if differs.is_some() || failed.is_some() {
+                return;
+            }
+            match loaded.log.text(seq as usize) {
+                Ok(held) if same_event(&held, text) => {}
+                Ok(_) => differs = Some(seq),
+                Err(e) => failed = Some(e),
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match differs {
+            Some(seq) => Err(different_history(
+                &key.id,
+                &format!("the stored event at seq {seq} is not this session's"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Write `batch` durably and advance the cursor, in the step that
+    /// checks it starts at the stored length (`SEQ_MISMATCH` otherwise). A
+    /// failed write leaves what storage holds unknown: the next write reads
+    /// it again first.
+    fn write(&self, key: &Key, t: &mut Tracked<B::Handle>, batch: &Batch) -> CoreResult<()> {
+        if batch.count == 0 {
+            return Ok(());
+        }
+        if batch.first_seq != t.next_seq {
+            return Err(seq_mismatch(&key.id, batch.first_seq, t.next_seq));
+        }
+        let written = if t.materialized {
+            self.backend.append(key, batch, &mut t.handle)
+        } else {
+            check_persistable(&t.header).and_then(|()| {
+                self.backend
+                    .create_log(key, &t.header, batch, &mut t.handle)
+            })
+        };
+        if let Err(e) = written {
+            t.authoritative = false;
+            return Err(e);
+        }
+        t.materialized = true;
+        t.next_seq += batch.count as u64;
+        Ok(())
+    }
+}
+
+/// The text of event `end - 1` of `log` (`None` for `end` 0).
+fn last_text(log: &Log, end: usize) -> CoreResult<Option<Box<str>>> {
+    match end.checked_sub(1) {
+        None => Ok(None),
+        Some(i) => Ok(Some(Box::from(&*log.text(i)?))),
+    }
+}
+
+/// The batch of a flush: the session's events `from..to`, each checked to
+/// be the event of its seq (`SEQ_MISMATCH` otherwise). When they are all
+/// live events, the lines JS wrote are the batch as they are.
+fn batch_of(id: &str, texts: SessionTexts, from: u64, to: u64) -> CoreResult<Batch> {
+    let wrong = |seq: u64| {
+        CoreError::SeqMismatch(format!(
+            "flush of session {}: the text given for seq {seq} is not the event at that seq",
+            crate::json::quote(id)
+        ))
+    };
+    if from >= to {
+        return Ok(Batch {
+            first_seq: from,
+            count: 0,
+            lines: String::new(),
+        });
+    }
+    if from >= texts.prefix.len() as u64 && from == texts.live_from {
+        let mut seq = from;
+        for line in texts.live.split_terminator('\n') {
+            if seq >= to {
+                break;
+            }
+            if seq_of_text(line) != Some(seq) {
+                return Err(wrong(seq));
+            }
+            seq += 1;
+        }
+        if seq < to {
+            return Err(missing_live(seq));
+        }
+        let mut lines = texts.live;
+        let end = lines
+            .match_indices('\n')
+            .nth((to - from) as usize - 1)
+            .map_or(0, |(i, _)| i + 1);
+        lines.truncate(end);
+        return Ok(Batch {
+            first_seq: from,
+            count: (to - from) as usize,
+            lines,
+        });
+    }
+    let mut lines = String::new();
+    let mut bad = None;
+    texts.visit(from, to, |seq, text| {
+        if bad.is_none() && seq_of_text(text) != Some(seq) {
+            bad = Some(seq);
+        }
+        lines.push_str(&one_line(text));
+        lines.push('\n');
+    })?;
+    if let Some(seq) = bad {
+        return Err(wrong(seq));
+    }
+    Ok(Batch {
+        first_seq: from,
+        count: (to - from) as usize,
+        lines,
+    })
 }
 
 /// Check an `append(id, events)` batch (the JSON array JS snapshotted):
@@ -333,140 +787,6 @@ fn same_event(a: &str, b: &str) -> bool {
     a == b || crate::json::canonical_eq_text(a, b)
 }
 
-impl<B: Backend> Store<B> {
-    pub fn new(backend: B) -> Store<B> {
-        Store {
-            backend,
-            sessions: Mutex::new(HashMap::new()),
-            closed: AtomicBool::new(false),
-        }
-    }
-
-    pub fn backend(&self) -> &B {
-        &self.backend
-    }
-
-    fn check_open(&self) -> CoreResult<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(CoreError::Closed("session store is closed".into()));
-        }
-        Ok(())
-    }
-
-    fn slot(&self, id: &str) -> Slot<B::Handle> {
-        lock(&self.sessions)
-            .entry(id.to_string())
-            .or_insert_with(|| Arc::new(Mutex::new(None)))
-            .clone()
-    }
-
-    /// Take the session's write lease, or say who holds it
-    /// (`SESSION_IN_USE`); `None` when the session needs none.
-    fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
-        match self.backend.lease_path(key) {
-            None => Ok(None),
-            Some(path) => lease::acquire(&path, &lease::subject(&key.id))
-                .map(Some)
-                .map_err(Refused::into_error),
-        }
-    }
-
-    /// Load the stored log into `slot` (adopting it), or `None` when absent.
-    /// The load holds `lease`, else the one the slot holds, else the
-    /// session's lease when it is free; with it the repair is made durable,
-    /// without it (another store writes the session) the repair stays in
-    /// memory and nothing is written. A failed load leaves the slot as it was.
-    fn load_into(
-        &self,
-        key: &Key,
-        slot: &mut Option<Tracked<B::Handle>>,
-        lease: Option<Lease>,
-    ) -> CoreResult<Option<Log>> {
-        let lease = match lease.or_else(|| slot.as_mut().and_then(|t| t.lease.take())) {
-            Some(held) => Some(held),
-            // No lock file for a session that is not stored.
-            None if !self.backend.exists(key)? => return Ok(None),
-            // A reader reads without it (held elsewhere, or a directory
-            // this process cannot write).
-            None => self.take_lease(key).unwrap_or_default(),
-        };
-        let durable = lease.is_some() || self.backend.lease_path(key).is_none();
-        let mut handle = B::Handle::default();
-        let log = match self.backend.load(key, &mut handle, durable) {
-            Ok(Some(log)) => log,
-            other => {
-                if let Some(t) = slot.as_mut() {
-                    t.lease = t.lease.take().or(lease);
-                }
-                return other;
-            }
-        };
-        let durable = durable && self.backend.refusal(&handle).is_none();
-        *slot = Some(Tracked {
-            header: log.header().clone(),
-            materialized: true,
-            next_seq: log.len() as u64,
-            last_text: log
-                .len()
-                .checked_sub(1)
-                .and_then(|i| log.text(i))
-                .map(|t| Box::from(&*t)),
-            handle,
-            lease,
-            authoritative: durable,
-            surface: Some(log.surface().clone()),
-        });
-        Ok(Some(log))
-    }
-
-    /// Make this store the session's writer before it writes: take the
-    /// lease (`SESSION_IN_USE` when another store holds it) and, when what
-    /// the store knows was read without it, read the log again under it
-    /// (which makes a pending repair durable).
-    fn become_writer(&self, key: &Key, slot: &mut Option<Tracked<B::Handle>>) -> CoreResult<()> {
-        let Some(t) = slot.as_mut() else {
-            return Ok(());
-        };
-        if t.lease.is_none() {
-            t.lease = self.take_lease(key)?;
-        }
-        if t.authoritative {
-            return Ok(());
-        }
-        if !t.materialized {
-            // Nothing stored yet: the first write never overwrites a log.
-            t.authoritative = true;
-            return Ok(());
-        }
-        if self.load_into(key, slot, None)?.is_none() {
-            *slot = None;
-            return Err(not_found(&key.id));
-        }
-        match slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
-            Some(refused) => Err(refused),
-            None => Ok(()),
-        }
-    }
-
-    /// Write `batch` durably and advance the cursor.
-    fn write(&self, key: &Key, t: &mut Tracked<B::Handle>, batch: &Batch) -> CoreResult<()> {
-        if batch.count == 0 {
-            return Ok(());
-        }
-        if t.materialized {
-            self.backend.append(key, batch, &mut t.handle)?;
-        } else {
-            check_persistable(&t.header)?;
-            self.backend
-                .create_log(key, &t.header, batch, &mut t.handle)?;
-            t.materialized = true;
-        }
-        t.next_seq += batch.count as u64;
-        t.last_text = batch.last_text().map(Into::into);
-        Ok(())
-    }
-}
-
 /// The surface after `batch` is applied to `surface`, or the SPEC 5 rule the
 /// batch breaks (what a load of the stored log would then reject).
 fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surface> {
@@ -530,22 +850,31 @@ impl<B: Backend> SessionStore for Store<B> {
         let mut slot = lock(&slot);
         if slot.is_none() {
             let lease = self.take_lease(key)?;
-            if self.load_into(key, &mut slot, lease)?.is_none() {
+            let mut handle = B::Handle::default();
+            let Some(loaded) = self.backend.load(key, &mut handle, LoadMode::Repair)? else {
                 return Err(not_found(&key.id));
-            }
+            };
+            let authoritative = self.backend.refusal(&handle).is_none();
+            let mut t =
+                Tracked::loaded(loaded.log.header().clone(), &loaded, handle, authoritative);
+            t.lease = lease;
+            *slot = Some(t);
         }
-        self.become_writer(key, &mut slot)?;
-        if slot.as_ref().is_some_and(|t| t.surface.is_none()) {
-            // After a flush: the stored surface, read back under the lease.
-            self.load_into(key, &mut slot, None)?
-                .ok_or_else(|| not_found(&key.id))?;
-            if let Some(refused) = slot.as_ref().and_then(|t| self.backend.refusal(&t.handle)) {
-                return Err(refused);
-            }
-        }
+        let live = slot.as_ref().is_some_and(|t| t.owner.is_some());
+        let mode = if live {
+            LoadMode::Continue
+        } else {
+            LoadMode::Repair
+        };
+        self.become_writer(key, &mut slot, mode)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
+        if t.surface.is_none() {
+            // After a flush: the stored surface, read back under the lease.
+            let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
+            t.surface = Some(loaded.log.surface_at(loaded.stored)?);
+        }
         check_contiguous(&key.id, t.next_seq, &seqs)?;
         let surface = match &t.surface {
             Some(s) => check_surface(&key.id, s, &batch)?,
@@ -553,95 +882,92 @@ impl<B: Backend> SessionStore for Store<B> {
         };
         self.write(key, t, &batch)?;
         t.surface = Some(surface);
+        // Storage now holds events no live session of this store gave it.
+        t.owner = None;
+        t.verified = 0;
+        t.verified_last = None;
         Ok(())
     }
 
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log> {
-        self.check_open()?;
-        let slot = self.slot(&key.id);
-        let mut slot = lock(&slot);
-        let held = slot.as_ref().is_some_and(|t| t.lease.is_some());
-        let lease = if writer && !held {
-            self.take_lease(key)?
-        } else {
-            None
-        };
-        let log = self
-            .load_into(key, &mut slot, lease)?
-            .ok_or_else(|| not_found(&key.id))?;
-        // A backend with its own lease loaded as a reader: a writer's load
-        // is refused instead (its view is returned to readers only).
-        if let Some(refused) = slot
-            .as_ref()
-            .filter(|_| writer)
-            .and_then(|t| self.backend.refusal(&t.handle))
-        {
-            return Err(refused);
-        }
-        Ok(log)
+        self.load_as(key, writer, None)
     }
 
-    fn cursor(&self, id: &str) -> Option<u64> {
+    fn open(&self, key: &Key, token: u64) -> CoreResult<Log> {
+        self.load_as(key, false, Some(token))
+    }
+
+    fn cursor(&self, id: &str, token: u64) -> Option<u64> {
         let slot = lock(&self.sessions).get(id).cloned()?;
-        let slot = lock(&slot);
-        slot.as_ref().map(|t| t.next_seq)
+        // Busy: the flush proves the whole history instead.
+        let guard = slot.try_lock().ok()?;
+        let t = guard.as_ref()?;
+        (t.owner == Some(token)).then_some(t.verified)
     }
 
-    fn flush(&self, key: &Key, staged: Staged) -> CoreResult<u32> {
+    fn flush(&self, key: &Key, f: Flush) -> CoreResult<Flushed> {
         self.check_open()?;
-        let Staged {
-            header,
-            batch,
-            anchor,
-        } = staged;
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
-        // Neither created nor loaded here: adopt the stored log, else start one.
         if slot.is_none() {
-            let lease = self.take_lease(key)?;
-            if self.load_into(key, &mut slot, lease)?.is_none() {
-                let mut t = Tracked::intent(header.clone());
-                t.lease = self.take_lease(key)?;
-                *slot = Some(t);
-            }
+            // Neither created nor loaded here: the log may be stored already
+            // (the refresh finds out, under the lease).
+            let mut t = Tracked::intent(f.header.clone());
+            t.lease = self.take_lease(key)?;
+            t.authoritative = false;
+            *slot = Some(t);
         }
-        self.become_writer(key, &mut slot)?;
+        self.become_writer(key, &mut slot, LoadMode::Continue)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
-        // The batch starts at the cursor seen when staging began (0 when the
-        // id was not tracked): skip what the store holds, once the stored
-        // log's last event is the session's event at that seq.
         let stored = t.next_seq;
-        let skip = stored.checked_sub(batch.first_seq).ok_or_else(|| {
-            CoreError::InvalidArgument(format!(
-                "flush of session {} was staged from seq {} but the store holds {stored} events",
-                crate::json::quote(&key.id),
-                batch.first_seq
-            ))
-        })? as usize;
-        if stored > 0 {
-            let session_text = match skip {
-                0 => anchor.as_deref(),
-                n => batch.text_at(n - 1),
-            };
-            let same = matches!((t.last_text.as_deref(), session_text), (Some(a), Some(b)) if same_event(a, b));
-            if !same {
-                return Err(live_collision(&key.id));
-            }
+        let from = if t.owner == Some(f.token) {
+            t.verified.min(stored)
+        } else {
+            0
+        };
+        if f.start > from {
+            return Ok(Flushed::FromStart);
         }
+        if stored > f.to {
+            return Err(different_history(
+                &key.id,
+                &format!(
+                    "the stored log holds {stored} events, this session {}",
+                    f.to
+                ),
+            ));
+        }
+        if from < stored {
+            self.compare(key, &f.texts, from, stored)?;
+        }
+        if stored == 0 {
+            t.verified_last = None;
+        } else if from < stored {
+            // Compared: the last stored event is the session's.
+            let mut last = None;
+            f.texts
+                .visit(stored - 1, stored, |_, text| last = Some(text.into()))?;
+            t.verified_last = last;
+        }
+        t.owner = Some(f.token);
+        t.verified = stored;
         if !t.materialized {
-            t.header = header;
+            t.header = f.header;
         }
-        let rest = batch.skip(skip);
-        let written = rest.count;
-        if written > 0 {
+        let batch = batch_of(&key.id, f.texts, stored, f.to)?;
+        if batch.count > 0 {
             // The session checked these events; an append reads the stored
             // surface back when it needs it.
             t.surface = None;
         }
-        self.write(key, t, &rest)?;
-        Ok(written as u32)
+        self.write(key, t, &batch)?;
+        t.verified = t.next_seq;
+        if let Some(text) = batch.last_text() {
+            t.verified_last = Some(text.into());
+        }
+        Ok(Flushed::Wrote(batch.count as u64))
     }
 
     fn list(&self) -> CoreResult<Vec<Listed>> {
@@ -664,6 +990,7 @@ impl<B: Backend> SessionStore for Store<B> {
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
         lock(&self.sessions).clear();
+        lock(&self.held).clear();
         self.backend.close();
     }
 }
@@ -692,28 +1019,5 @@ mod tests {
             parse_batch("s", bad).unwrap_err().to_string(),
             "invalid append batch for session \"s\": event at index 0 has an invalid event envelope"
         );
-    }
-
-    #[test]
-    fn batches_skip_stored_events() {
-        let b = Batch {
-            first_seq: 5,
-            count: 3,
-            lines: "a\nb\nc\n".into(),
-        };
-        assert_eq!(b.text_at(1), Some("b"));
-        assert_eq!(b.last_text(), Some("c"));
-        let copy = |b: &Batch| Batch {
-            first_seq: b.first_seq,
-            count: b.count,
-            lines: b.lines.clone(),
-        };
-        let rest = copy(&b).skip(2);
-        assert_eq!(
-            (rest.first_seq, rest.count, rest.lines.as_str()),
-            (7, 1, "c\n")
-        );
-        assert_eq!(copy(&b).skip(3).lines, "");
-        assert_eq!(b.skip(0).lines, "a\nb\nc\n");
     }
 }

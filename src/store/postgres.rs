@@ -19,9 +19,8 @@ mod tls;
 
 use super::load::{self, Place, Repaired};
 use super::sqlite::{columns, complete_spliced, header_of, values_text, SplicedRows};
-use super::{persisted_collision, Backend, Batch, Key, Listed};
+use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{CoreError, CoreResult};
-use crate::log::Log;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -1132,11 +1131,26 @@ impl Backend for PostgresBackend {
         handle.refused.clone()
     }
 
-    /// `durable` is always true here (no lock file): whether the repair is
-    /// made durable depends on the lease row this load takes, or not.
-    fn load(&self, key: &Key, handle: &mut PgHandle, _durable: bool) -> CoreResult<Option<Log>> {
+    /// Whether a `Repair` or `Continue` load writes depends on the lease
+    /// row it takes (there is no lock file): when another store holds it,
+    /// the load is a reader's and `refusal` says why.
+    fn load(&self, key: &Key, handle: &mut PgHandle, mode: LoadMode) -> CoreResult<Option<Loaded>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
+        let read_only = |this: &Self| {
+            this.tx_then(
+                |tx| {
+                    Ok(this.read(tx, id)?.map(|(r, _)| Loaded {
+                        stored: r.preserved,
+                        log: r.log,
+                    }))
+                },
+                false,
+            )
+        };
+        if mode == LoadMode::Read {
+            return read_only(self);
+        }
         // As the writer when the lease is free: the repair is made durable.
         let taken = self.tx(|tx| {
             if self.header(tx, id)?.is_none() {
@@ -1165,17 +1179,28 @@ impl Backend for PostgresBackend {
                     ],
                 )?;
             }
-            self.insert_events(tx, id, &repaired.closers())?;
-            Ok(Some(Ok((epoch, repaired.log))))
+            let stored = if mode == LoadMode::Repair {
+                self.insert_events(tx, id, &repaired.closers()?)?;
+                repaired.log.len()
+            } else {
+                repaired.preserved
+            };
+            Ok(Some(Ok((
+                epoch,
+                Loaded {
+                    stored,
+                    log: repaired.log,
+                },
+            ))))
         })?;
         match taken {
             None => Ok(None),
-            Some(Ok((epoch, log))) => {
+            Some(Ok((epoch, loaded))) => {
                 *handle = PgHandle {
                     epoch: Some(epoch),
                     ..PgHandle::default()
                 };
-                Ok(Some(log))
+                Ok(Some(loaded))
             }
             // Another store writes it: the repair stays in memory, and
             // nothing is written (one statement reads a committed prefix).
@@ -1184,7 +1209,7 @@ impl Backend for PostgresBackend {
                     refused: Some(refused),
                     ..PgHandle::default()
                 };
-                self.tx_then(|tx| Ok(self.read(tx, id)?.map(|(r, _)| r.log)), false)
+                read_only(self)
             }
         }
     }
@@ -1245,6 +1270,21 @@ impl Backend for PostgresBackend {
         let texts: Vec<&str> = batch.texts().collect();
         let epoch = self.tx(|tx| {
             let epoch = self.fence(tx, id, handle, batch.first_seq)?;
+            // In the transaction that writes (the lease row is locked by
+            // the fence): the batch continues the stored log.
+            let stored: i64 = tx
+                .query_one(
+                    &format!(
+                        "SELECT coalesce(max(seq) + 1, 0)::bigint FROM {}.events WHERE session_id = $1",
+                        self.schema
+                    ),
+                    &[(&id, Type::TEXT)],
+                )?
+                .try_get(0)
+                .map_err(|e| self.err(e))?;
+            if stored != batch.first_seq as i64 {
+                return Err(super::seq_mismatch(id, batch.first_seq, stored as u64));
+            }
             self.insert_events(tx, id, &texts)?;
             Ok(epoch)
         })?;

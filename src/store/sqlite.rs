@@ -3,7 +3,7 @@
 //! thread) and is shared behind a mutex; every statement binds its values.
 
 use super::load::{self, Place, Repaired};
-use super::{persisted_collision, Backend, Batch, Key, Listed};
+use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
 use crate::log::{Log, Part};
@@ -896,15 +896,18 @@ impl Backend for SqliteBackend {
         Some(dir.join(super::lease::hashed_name(&key.id)))
     }
 
-    fn load(&self, key: &Key, _handle: &mut (), durable: bool) -> CoreResult<Option<Log>> {
+    fn load(&self, key: &Key, _handle: &mut (), mode: LoadMode) -> CoreResult<Option<Loaded>> {
         let id = key.id.as_str();
-        if !durable {
+        if mode == LoadMode::Read {
             // A reader: one consistent snapshot, the repair in memory only.
             return self.with(|conn| {
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
                 let read = read_session(&tx, &self.path, id);
                 drop(tx);
-                Ok(read?.map(|(repaired, _)| repaired.log))
+                Ok(read?.map(|(repaired, _)| Loaded {
+                    stored: repaired.preserved,
+                    log: repaired.log,
+                }))
             });
         }
         // The map is on for this load alone: no other operation takes the
@@ -925,8 +928,16 @@ impl Backend for SqliteBackend {
                     )
                     .map_err(|e| self.err(e))?;
                 }
-                self.insert_events(tx, id, &repaired.closers())?;
-                Ok(Some(repaired.log))
+                let stored = if mode == LoadMode::Repair {
+                    self.insert_events(tx, id, &repaired.closers()?)?;
+                    repaired.log.len()
+                } else {
+                    repaired.preserved
+                };
+                Ok(Some(Loaded {
+                    stored,
+                    log: repaired.log,
+                }))
             });
             map_for_load(conn, false);
             loaded
@@ -971,7 +982,20 @@ impl Backend for SqliteBackend {
 
     fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<()> {
         let texts: Vec<&str> = batch.texts().collect();
-        self.write(|tx| self.insert_events(tx, &key.id, &texts))
+        self.write(|tx| {
+            // In the transaction that writes: the batch continues the stored log.
+            let stored: i64 = tx
+                .query_row(
+                    "SELECT coalesce(max(seq) + 1, 0) FROM events WHERE session_id = ?1",
+                    params![key.id],
+                    |row| row.get(0),
+                )
+                .map_err(|e| self.err(e))?;
+            if stored != batch.first_seq as i64 {
+                return Err(super::seq_mismatch(&key.id, batch.first_seq, stored as u64));
+            }
+            self.insert_events(tx, &key.id, &texts)
+        })
     }
 
     fn list(&self) -> CoreResult<Vec<Listed>> {
@@ -1062,7 +1086,7 @@ mod tests {
         let summary = |r: CoreResult<(Repaired, usize)>| {
             r.map(|(rep, _)| {
                 (
-                    rep.log.events_json(0, rep.log.len()),
+                    rep.log.events_json(0, rep.log.len()).expect("texts read"),
                     rep.preserved,
                     rep.torn,
                 )
@@ -1077,7 +1101,7 @@ mod tests {
     }
 
     #[test]
-    fn a_taken_seq_inside_a_multi_row_insert_is_named_and_nothing_is_stored() {
+    fn a_batch_that_does_not_continue_the_stored_rows_is_refused_in_its_transaction() {
         let (b, key) = memory_store("m");
         let lines = |from: u64, to: u64| -> String {
             (from..to)
@@ -1106,9 +1130,13 @@ mod tests {
         })
         .unwrap();
         let err = b.append(&key, &batch(1, 80), &mut ()).unwrap_err();
+        // The check runs in the transaction that writes: it sees seq 35.
         assert_eq!(
-            err.to_string(),
-            "append seq mismatch for \"m\": the database already holds seq 35"
+            (err.code(), err.to_string().as_str()),
+            (
+                "SEQ_MISMATCH",
+                "append seq mismatch for \"m\": expected 36 at index 0, got 1 (the store holds 36 events)"
+            )
         );
         let count: i64 = b
             .with(|c| {
@@ -1124,9 +1152,13 @@ mod tests {
         })
         .unwrap();
         b.append(&key, &batch(1, 80), &mut ()).unwrap();
-        let log = b.load(&key, &mut (), true).unwrap().unwrap();
+        let log = b
+            .load(&key, &mut (), LoadMode::Repair)
+            .unwrap()
+            .unwrap()
+            .log;
         assert_eq!(log.len(), 80);
-        assert_eq!(log.text(79).as_deref(), Some(lines(79, 80).trim_end()));
+        assert_eq!(log.text(79).ok().as_deref(), Some(lines(79, 80).trim_end()));
     }
 
     #[test]
@@ -1154,7 +1186,11 @@ mod tests {
         };
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
-        let log = b.load(&key, &mut (), true).unwrap().unwrap();
+        let log = b
+            .load(&key, &mut (), LoadMode::Repair)
+            .unwrap()
+            .unwrap()
+            .log;
         let slow = b
             .with(|c| {
                 let header = header_of("long", header_row(c, &path, "long")?.unwrap())?;
@@ -1163,8 +1199,11 @@ mod tests {
             .unwrap();
         assert_eq!(log.len(), n as usize);
         assert_eq!(
-            log.events_json(0, log.len()),
-            slow.0.log.events_json(0, slow.0.log.len())
+            log.events_json(0, log.len()).expect("texts read"),
+            slow.0
+                .log
+                .events_json(0, slow.0.log.len())
+                .expect("texts read")
         );
         // Only a load reads through a memory map: the store's connection
         // drops it afterwards.
@@ -1182,7 +1221,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(mmap(&b), LOAD_MMAP_BYTES as i64);
-        b.load(&key, &mut (), true).unwrap().unwrap();
+        b.load(&key, &mut (), LoadMode::Repair).unwrap().unwrap();
         assert_eq!(mmap(&b), 0);
         // A torn last row (in the half the second connection reads) is
         // dropped by the repair, durably, as on one connection.
@@ -1195,7 +1234,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            b.load(&key, &mut (), true).unwrap().unwrap().len(),
+            b.load(&key, &mut (), LoadMode::Repair)
+                .unwrap()
+                .unwrap()
+                .log
+                .len(),
             n as usize
         );
         let rows: i64 = b
@@ -1318,10 +1361,21 @@ mod tests {
         };
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
-        let log = b.load(&key, &mut (), true).unwrap().unwrap();
+        let log = b
+            .load(&key, &mut (), LoadMode::Repair)
+            .unwrap()
+            .unwrap()
+            .log;
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
-        assert_eq!(b.load(&key, &mut (), true).unwrap().unwrap().len(), 2);
+        assert_eq!(
+            b.load(&key, &mut (), LoadMode::Repair)
+                .unwrap()
+                .unwrap()
+                .log
+                .len(),
+            2
+        );
         assert_eq!(b.list().unwrap()[0].header.id(), key.id);
         let version: i64 = b
             .with(|c| {

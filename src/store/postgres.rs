@@ -1432,9 +1432,13 @@ mod tests {
         ))
         .unwrap();
         let err = b.append(&key, &batch(1, 80), &mut handle).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "append seq mismatch for \"m\": the database already holds seq 35"
+        // Caught by the append's check of the stored length (in the
+        // writing transaction), before the key would name seq 35.
+        assert_eq!(err.code(), "SEQ_MISMATCH");
+        assert!(
+            err.to_string()
+                .starts_with("append seq mismatch for \"m\": expected 36 at index 0, got 1"),
+            "{err}"
         );
         let count = b
             .tx(|tx| {

@@ -12,29 +12,45 @@ function platformName() {
   return glibc ? { name: `linux-${arch}-gnu`, libc: `glibc ${glibc}` } : { name: `linux-${arch}-musl`, libc: 'musl' }
 }
 
-/** The error for a machine without a binary that loads, with napi's own errors as its cause. */
+/** Whether this is a source checkout (the Rust sources beside this file), not an installed package. */
+function isCheckout() {
+  try {
+    return require('node:fs').existsSync(require('node:path').join(__dirname, 'Cargo.toml'))
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The error for a machine without a binary that loads, with napi's own
+ * errors as its cause. Its advice works where it is raised: in a source
+ * checkout, build here; in an installed package (no sources, no napi CLI),
+ * install the platform package, or build its tarball in a clone.
+ */
 function noBinary(cause) {
   const { name, libc } = platformName()
   const where = `${process.platform}/${process.arch}${libc ? ` (${libc})` : ''}`
   const pkg = `dsh-session-native-${name}`
   const supported = ['linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
   const first = String(cause?.message ?? cause).split('\n')[0]
+  const checkout = isCheckout()
   let what
-  if (/version mismatch/.test(first)) {
-    what = `${first} Reinstall dsh-session-native so npm installs the matching ${pkg}.`
+  if (checkout) {
+    what = 'this source checkout has no built addon for it. Run `npm run build` here (it needs Rust ≥ 1.88 and a C compiler).'
+  } else if (/version mismatch/.test(first)) {
+    what = `${first} Install the ${pkg} of the same version as dsh-session-native.`
   } else if (supported.includes(name)) {
     const glibcNote = name.endsWith('-gnu') ? ' (it needs glibc 2.28 or later)' : ''
     what = `its binary for this platform, ${pkg}${glibcNote}, is not installed or does not load. `
-      + `It is an optional dependency: reinstall without --no-optional / --omit=optional (npm install dsh-session-native), `
-      + 'and make sure the lockfile was not written on another platform without it.'
+      + `It is an optional dependency: install without --no-optional / --omit=optional, from a lockfile that lists it; `
+      + `installed from tarballs, install the ${pkg} tarball beside the package's. `
+      + 'See docs/INSTALL.md in this package.'
   } else {
-    what = `no prebuilt binary exists for this platform (there are: ${supported.join(', ')}).`
+    what = `no prebuilt binary exists for this platform (there are: ${supported.join(', ')}). `
+      + 'To build one: in a clone of the repository (Rust ≥ 1.88 and a C compiler), `npm ci && npm run package`, '
+      + 'then install both tarballs of its dist/ (docs/INSTALL.md in this package).'
   }
-  const error = new Error(
-    `dsh-session-native cannot load its native addon on ${where}: ${what} `
-      + 'To build it from source instead, install Rust (≥ 1.88) and a C compiler and run `npm run build` in the package folder.',
-    { cause },
-  )
+  const error = new Error(`dsh-session-native cannot load its native addon on ${where}: ${what}`, { cause })
   error.code = 'NATIVE_BINDING_MISSING'
   return error
 }

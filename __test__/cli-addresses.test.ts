@@ -4,7 +4,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cli, expectOneLineError, FIXTURES, readJsonl, ROOT, tempDir } from './cli-helpers.js'
+import { cli, expectOneLineError, expectUsageError, FIXTURES, readJsonl, ROOT, tempDir } from './cli-helpers.js'
 
 const EXAMPLE = path.join(ROOT, 'examples', 'session.jsonl')
 const INTERRUPTED = path.join(ROOT, 'examples', 'interrupted.jsonl')
@@ -74,6 +74,6 @@ describe.concurrent('dsh-session addresses', () => {
   })
 
   it('refuses to repair standard input', async () => {
-    expectOneLineError(await cli(['repair', '-'], { input: fs.readFileSync(INTERRUPTED) }), '-: this command needs a file')
+    expectUsageError(await cli(['repair', '-'], { input: fs.readFileSync(INTERRUPTED) }), '-: this command needs a file')
   })
 })

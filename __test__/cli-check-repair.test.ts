@@ -5,7 +5,7 @@
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { cli, expectOneLineError, FIXTURES, logFixture, manifest, readJsonl, stores, tempDir, type AnyEvent } from './cli-helpers.js'
+import { cli, cliReason, expectOneLineError, FIXTURES, logFixture, manifest, readJsonl, stores, tempDir, type AnyEvent } from './cli-helpers.js'
 
 type Expect =
   | { ok: true; header: Record<string, unknown>; preservedEvents: number; committedBytes: number; closers: AnyEvent[] }
@@ -55,8 +55,8 @@ describe.concurrent('dsh-session check', () => {
       const { file, bytes, expect: e } = loadCase(name)
       const run = await cli(['check', file])
       if (!e.ok) {
-        expectOneLineError(run, file, e.error)
-        expect(run.stderr).toBe(`dsh-session: ${file}: ${e.error}\n`)
+        expectOneLineError(run, file, cliReason(e.error))
+        expect(run.stderr).toBe(`dsh-session: ${file}: ${cliReason(e.error)}\n`)
       } else {
         const tornTail = e.committedBytes < bytes.length
         expect(run.code).toBe(tornTail || e.closers.length > 0 ? 2 : 0)
@@ -105,8 +105,8 @@ describe.concurrent('dsh-session repair (JSONL)', () => {
       const run = await cli(['repair', copy])
       const store = await storeLoad(name, bytes)
       if ('error' in store) {
-        expectOneLineError(run, copy, store.error)
-        expectOneLineError(dry, copy, store.error)
+        expectOneLineError(run, copy, cliReason(store.error))
+        expectOneLineError(dry, copy, cliReason(store.error))
         expect(fs.readFileSync(copy).equals(bytes)).toBe(true)
         return
       }

@@ -3,7 +3,7 @@
 
 import * as fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { cli, expectOneLineError, logFixture, manifest, pkg, readJsonl } from './cli-helpers.js'
+import { cli, cliReason, expectOneLineError, logFixture, manifest, pkg, readJsonl } from './cli-helpers.js'
 
 type Expected =
   | { ok?: true; eventCount: number; surface: { nodes: number[]; replaceGeneration: number }; replacements: unknown[]; messages: unknown[]; closers: unknown[] }
@@ -24,7 +24,7 @@ describe.concurrent('dsh-session derive', () => {
       const run = await cli(['derive', logFixture(name).file])
       if (e.ok === false && !e.error.includes('contiguous')) {
         // A log the seed rules reject cannot be loaded: one line naming it and the reason.
-        expectOneLineError(run, logFixture(name).file, e.error)
+        expectOneLineError(run, logFixture(name).file, cliReason(e.error))
         return
       }
       if (e.ok === false) {

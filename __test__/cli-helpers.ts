@@ -39,14 +39,36 @@ export function cli(args: string[], options: { cwd?: string; env?: Record<string
   })
 }
 
-/** A failure as the CLI must report it: one line `dsh-session: ...`, no stack trace. */
+/** A failure as the CLI must report it: one line `dsh-session: ...`, no stack trace (exit status 1). */
 export function expectOneLineError(run: Run, ...fragments: string[]): void {
-  expect(run.code).toBe(1)
+  expectOneLine(run, 1, fragments)
+}
+
+/** A usage error: one line, and its own exit status (64, sysexits' EX_USAGE). */
+export function expectUsageError(run: Run, ...fragments: string[]): void {
+  expectOneLine(run, 64, fragments)
+}
+
+function expectOneLine(run: Run, code: number, fragments: string[]): void {
+  expect(run.code).toBe(code)
   const lines = run.stderr.trimEnd().split('\n')
   expect(lines).toHaveLength(1)
   expect(lines[0]).toMatch(/^dsh-session: /)
   expect(run.stderr).not.toMatch(/\n\s+at /)
   for (const f of fragments) expect(lines[0]).toContain(f)
+}
+
+const { plainDefect } = nodeRequire('../lib/cli/defect.js') as {
+  plainDefect: (error: { code: string; message: string }, kind: string, numbering?: string) => { code: string; message: string; line?: number; seq?: number }
+}
+
+/**
+ * A load error of the package (a fixture's expected message) as the CLI
+ * words it: file lines with the event's seq, plain words for old logs
+ * (lib/cli/defect.js; cli-reports.test.ts checks its words literally).
+ */
+export function cliReason(message: string, kind = 'jsonl'): string {
+  return plainDefect({ code: 'CORRUPT_LOG', message }, kind).message
 }
 
 const created: string[] = []

@@ -1,11 +1,11 @@
 // dsh-session inspect of a log that cannot be loaded: the report of what was
-// read up to the defect, then the reason (the store's message, with the
-// store's positions), and exit status 1.
+// read up to the defect, then the reason (the store's, told with the file's
+// line and the event's seq: lib/cli/defect.js), and exit status 1.
 
 import * as path from 'node:path'
 import * as fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { cli, FIXTURES, manifest, tempDir } from './cli-helpers.js'
+import { cli, cliReason, FIXTURES, manifest, tempDir } from './cli-helpers.js'
 
 interface Expect { ok: boolean; error?: string }
 const failing = manifest.load.filter((name) => {
@@ -13,12 +13,12 @@ const failing = manifest.load.filter((name) => {
   return !e.ok
 })
 
-/** How many events precede the defect a load message names: `line N` counts event lines (the header is line 0), `at seq S` names the event. */
+/** How many events precede the defect the CLI names: `line N (seq S)`, the file's line N (header line 1) holding seq S, or `(expected seq S, ...)`. */
 function eventsBefore(message: string): number | null {
-  const line = / at line (\d+)/.exec(message)
-  if (line !== null) return Number(line[1]) - 1
-  const seq = / at seq (\d+)/.exec(message)
-  return seq === null ? null : Number(seq[1])
+  const at = / at line (\d+) \((?:expected )?seq (\d+)/.exec(message)
+  if (at === null) return null
+  expect(Number(at[1])).toBe(Number(at[2]) + 2)
+  return Number(at[2])
 }
 
 describe.concurrent('dsh-session inspect of a log that cannot be loaded', () => {
@@ -29,7 +29,8 @@ describe.concurrent('dsh-session inspect of a log that cannot be loaded', () => 
   for (const name of failing) {
     it(`${name}: reports the events before the defect, then the reason`, async () => {
       const file = path.join(FIXTURES, 'load', `${name}.jsonl`)
-      const { error } = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'load', `${name}.expect.json`), 'utf8')) as Expect
+      const expected = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'load', `${name}.expect.json`), 'utf8')) as Expect
+      const error = cliReason(expected.error!)
       const run = await cli(['inspect', file])
       expect(run.code).toBe(1)
       expect(run.stderr).toBe(`dsh-session: ${file}: ${error}\n`)
@@ -40,7 +41,7 @@ describe.concurrent('dsh-session inspect of a log that cannot be loaded', () => 
       expect(report.complete).toBe(false)
       expect(report.error.message).toBe(error)
       // The same positions as the API: the report holds exactly the events before the one the message names.
-      const before = eventsBefore(error!)
+      const before = eventsBefore(error)
       if (before !== null) {
         expect(report.events).toBe(before)
         expect(report.header).not.toBeNull()

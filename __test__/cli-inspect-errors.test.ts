@@ -6,7 +6,7 @@ import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { cli, expectOneLineError, FIXTURES, logFixture, pkg, readJsonl, ROOT, tempDir } from './cli-helpers.js'
+import { cli, expectOneLineError, expectUsageError, FIXTURES, logFixture, pkg, readJsonl, ROOT, tempDir } from './cli-helpers.js'
 
 const EXAMPLE = path.join(ROOT, 'examples', 'session.jsonl')
 const INTERRUPTED = path.join(ROOT, 'examples', 'interrupted.jsonl')
@@ -119,7 +119,7 @@ describe.concurrent('errors: one line naming the log, never a stack trace', () =
     })
 
     it(`${name}: a corrupt log`, async () => {
-      expectOneLineError(await cli(args(corrupt)), corrupt, 'corrupt session log: unparsable committed event at line 3')
+      expectOneLineError(await cli(args(corrupt)), corrupt, 'corrupt session log: unparsable committed event at line 4 (seq 2)')
     })
 
     it(`${name}: a directory`, async () => {
@@ -140,15 +140,15 @@ describe.concurrent('errors: one line naming the log, never a stack trace', () =
   }
 
   it('an unknown command or option, or a missing argument', async () => {
-    expectOneLineError(await cli(['frobnicate']), 'unknown command "frobnicate"')
-    expectOneLineError(await cli(['check', EXAMPLE, '--bogus']), 'unknown option --bogus for check')
-    expectOneLineError(await cli(['check']), 'check takes <log>')
-    expectOneLineError(await cli(['convert', EXAMPLE]), 'convert takes <from> <to>')
+    expectUsageError(await cli(['frobnicate']), 'unknown command "frobnicate"')
+    expectUsageError(await cli(['check', EXAMPLE, '--bogus']), 'unknown option --bogus for check')
+    expectUsageError(await cli(['check']), 'check takes <log>')
+    expectUsageError(await cli(['convert', EXAMPLE]), 'convert takes <from> <to>')
   })
 
   it('no command prints the usage', async () => {
     const run = await cli([])
-    expect(run.code).toBe(1)
+    expect(run.code).toBe(64)
     expect(run.stderr).toMatch(/^dsh-session: no command given\nusage: dsh-session <command>/)
     const help = await cli(['--help'])
     expect(help.code).toBe(0)

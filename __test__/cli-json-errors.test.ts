@@ -12,8 +12,8 @@ const EXAMPLE = path.join(ROOT, 'examples', 'session.jsonl')
 interface JsonError { error: { code: string; message: string; [k: string]: unknown } }
 
 /** The one JSON error of a failed run (stderr is exactly one JSON line, no stack trace). */
-function jsonError(run: Run): JsonError['error'] {
-  expect(run.code).toBe(1)
+function jsonError(run: Run, status = 1): JsonError['error'] {
+  expect(run.code).toBe(status)
   const lines = run.stderr.trimEnd().split('\n')
   expect(lines).toHaveLength(1)
   const parsed = JSON.parse(lines[0]!) as JsonError
@@ -26,9 +26,9 @@ describe.concurrent('dsh-session --json errors', () => {
   const dir = tempDir('json-errors')
 
   it('gives the CLI own codes for usage and addresses', async () => {
-    expect(jsonError(await cli(['frobnicate', '--json'])).code).toBe('USAGE')
-    expect(jsonError(await cli(['check', EXAMPLE, '--bogus', '--json'])).code).toBe('USAGE')
-    expect(jsonError(await cli(['check', '--json'])).code).toBe('USAGE')
+    expect(jsonError(await cli(['frobnicate', '--json']), 64).code).toBe('USAGE')
+    expect(jsonError(await cli(['check', EXAMPLE, '--bogus', '--json']), 64).code).toBe('USAGE')
+    expect(jsonError(await cli(['check', '--json']), 64).code).toBe('USAGE')
     expect(jsonError(await cli(['check', 'http://example.com/x', '--json'])).code).toBe('BAD_ADDRESS')
     const missing = jsonError(await cli(['inspect', path.join(dir, 'missing.log'), '--json']))
     expect(missing).toMatchObject({ code: 'NO_SUCH_FILE', path: path.join(dir, 'missing.log') })
@@ -42,8 +42,8 @@ describe.concurrent('dsh-session --json errors', () => {
   it("passes the package's codes through, with the store's message", async () => {
     const corrupt = path.join(FIXTURES, 'load', 'corrupt-committed.jsonl')
     const e = jsonError(await cli(['derive', corrupt, '--json']))
-    expect(e).toMatchObject({ code: 'CORRUPT_LOG', address: corrupt })
-    expect(e.message).toBe(`${corrupt}: corrupt session log: unparsable committed event at line 3`)
+    expect(e).toMatchObject({ code: 'CORRUPT_LOG', address: corrupt, line: 4, seq: 2 })
+    expect(e.message).toBe(`${corrupt}: corrupt session log: unparsable committed event at line 4 (seq 2)`)
     expect(jsonError(await cli(['check', path.join(FIXTURES, 'load', 'future-version.jsonl'), '--json'])).code).toBe('UNSUPPORTED_VERSION')
     expect(jsonError(await cli(['surface', `sqlite:${EXAMPLE}#x`, '--json'])).code).toBe('SQLITE')
     const db = path.join(dir, 'one.db')

@@ -49,20 +49,39 @@ describe('the native addon loader', () => {
     expect(error.message).toContain(`cannot load its native addon on ${process.platform}/${process.arch}`)
     expect(error.message).toContain(`dsh-session-native-${platformName()}`)
     expect(error.message).toContain('--omit=optional')
-    expect(error.message).toContain('npm run build')
+    // An installed package has no sources and no napi CLI: no advice to build in it.
+    expect(error.message).not.toContain('npm run build')
+    expect(error.message).toContain('docs/INSTALL.md')
     expect(error.message).not.toContain('npm has a bug')
     expect(error.message.split('\n')).toHaveLength(1)
     // napi's own report stays reachable as the cause.
     expect(error.cause).toMatch(/Cannot find native binding/)
   })
 
-  it('prepack refuses a checkout whose addon is not built', () => {
+  it('in a source checkout (Cargo.toml beside it), says to build there', () => {
+    const dir = packageWithoutBinary()
+    fs.copyFileSync(path.join(ROOT, 'Cargo.toml'), path.join(dir, 'Cargo.toml'))
+    const run = spawnSync(process.execPath, ['-e', `
+      try { require(${JSON.stringify(path.join(dir, 'binding.js'))}) } catch (e) { process.stdout.write(JSON.stringify({ code: e.code, message: e.message })) }`],
+    { encoding: 'utf8', env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: '' } })
+    const error = JSON.parse(run.stdout) as { code: string; message: string }
+    expect(error.code).toBe('NATIVE_BINDING_MISSING')
+    expect(error.message).toContain('this source checkout has no built addon for it. Run `npm run build` here')
+    expect(error.message).not.toContain('--omit=optional')
+  })
+
+  it('npm pack at the repository root refuses, built or not, and names the release path', () => {
     const dir = packageWithoutBinary()
     const run = spawnSync(process.execPath, [path.join(dir, 'scripts', 'prepack-guard.mjs')], { encoding: 'utf8' })
     expect(run.status).toBe(1)
-    expect(run.stderr).toMatch(/refusing to pack: the addon is not built/)
-    const built = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'prepack-guard.mjs')], { encoding: 'utf8' })
-    expect(built.status).toBe(0)
+    expect(run.stderr).toMatch(/refusing to pack the repository root/)
+    // The built checkout too, through npm itself: nothing is written.
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-pack-'))
+    dirs.push(out)
+    const npm = spawnSync('npm', ['pack', '--pack-destination', out], { cwd: ROOT, encoding: 'utf8', shell: process.platform === 'win32' })
+    expect(npm.status).not.toBe(0)
+    expect(npm.stderr).toContain('Run `npm run package`')
+    expect(fs.readdirSync(out)).toEqual([])
   })
 })
 

@@ -9,9 +9,10 @@
 // (`@deepseek-ai/cordis` for the published packages, `cordis` in the
 // monorepo). Both are ESM-only; they are loaded on first use with require(),
 // which loads ES modules on Node >= 20.19 and >= 22.12
-// (`process.features.require_module`), sharing the one module instance an
-// `import` gets. On an older Node the ESM entry (index.mjs) imports them and
-// hands them over with `providePeers`.
+// (`process.features.require_module`, the package's `engines` range),
+// sharing the one module instance an `import` gets. Where require() cannot
+// load them (an older Node, or --no-experimental-require-module), the first
+// construction throws PEER_LOAD saying so.
 
 const path = require('node:path')
 const { createRequire } = require('node:module')
@@ -89,8 +90,8 @@ function loadPeers() {
   } catch (error) {
     if (error?.code === 'ERR_REQUIRE_ESM') {
       throw fail(
-        `SessionStore loads its ESM-only peers with require(), which needs Node >= 20.19 or >= 22.12 (this is ${process.version}); `
-          + 'on an older Node, import dsh-session-native from an ES module (its ESM entry loads them)',
+        `SessionStore loads its ESM-only peers with require(), which needs Node >= 20.19 or >= 22.12 (this is ${process.version}; `
+          + 'the range in its package.json "engines"), without --no-experimental-require-module',
         'PEER_LOAD',
         error,
       )
@@ -101,12 +102,4 @@ function loadPeers() {
   return peers
 }
 
-/**
- * Hand over peers an ES module imported (index.mjs, where require() cannot
- * load ES modules). Ignored once peers are loaded.
- */
-function providePeers(cordis, scope) {
-  if (peers === undefined) peers = check(cordis, scope)
-}
-
-module.exports = { loadPeers, locatePeers, providePeers }
+module.exports = { loadPeers }

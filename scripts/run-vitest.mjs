@@ -25,5 +25,6 @@ try {
 if (run.status !== 0 && failed === 0) failed = 1
 const total = passed + failed
 console.log(`\nvitest: ${passed} passed, ${failed} failed; cargo test: ${rustPassed} passed`)
+if (process.env.DSH_CI_STARTED_AT) console.log(`.ci/run: ${Math.round(Date.now() / 1000 - Number(process.env.DSH_CI_STARTED_AT))} s in all`)
 console.log(`${passed + rustPassed} passed, ${failed} failed`)
 if (run.status !== 0 || failed > 0 || total === 0) process.exit(1)

@@ -6,17 +6,39 @@
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
+const { pipeline } = require('node:stream/promises')
 const { binding } = require('./core.js')
-const { CliError, CODES, oneLine } = require('./errors.js')
+const { CliError, CODES, oneLine, toCliError } = require('./errors.js')
 
 /** The first bytes of every SQLite 3 database file. */
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1')
 
-/** Temporary files (standard input) removed when the process ends. */
+/** Temporary folders (standard input's spool), removed when the process ends, by a signal too. */
 const temporary = []
-process.on('exit', () => {
+
+function removeTemporary() {
   for (const dir of temporary.splice(0)) fs.rmSync(dir, { recursive: true, force: true })
-})
+}
+
+/**
+ * A temporary folder of this run. The first one installs the clean-up: on
+ * exit, and on SIGINT, SIGTERM and SIGHUP, which then end the process as
+ * the signal would have (the shell sees 128 + its number).
+ */
+function temporaryDir(prefix) {
+  if (temporary.length === 0) {
+    process.on('exit', removeTemporary)
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+      process.once(signal, () => {
+        removeTemporary()
+        process.kill(process.pid, signal)
+      })
+    }
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  temporary.push(dir)
+  return dir
+}
 
 /** `'sqlite'` when the file starts as a SQLite database does, else `'jsonl'`. */
 function formatOf(file) {
@@ -38,24 +60,20 @@ function requireFile(file, label) {
     stat = fs.statSync(file)
   } catch (error) {
     if (error.code === 'ENOENT' || error.code === 'ENOTDIR') throw new CliError(`${label}: no such file`, CODES.NO_SUCH_FILE, { path: file })
-    throw new CliError(`${label}: ${oneLine(error.message)}`, CODES.IO, { path: file })
+    throw toCliError(error)
   }
   if (stat.isDirectory()) throw new CliError(`${label}: is a directory, not a log file`, CODES.NOT_A_FILE, { path: file })
   if (!stat.isFile()) throw new CliError(`${label}: not a regular file`, CODES.NOT_A_FILE, { path: file })
   return stat
 }
 
-/** Standard input, whole, in a temporary file. */
+/** Standard input, whole, in a temporary file (written as it arrives). */
 async function spoolStdin() {
   if (process.stdin.isTTY) {
     throw new CliError('-: standard input is a terminal; pipe a log into it (dsh-session inspect - < session.jsonl)', CODES.USAGE)
   }
-  const chunks = []
-  for await (const chunk of process.stdin) chunks.push(chunk)
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-session-stdin-'))
-  temporary.push(dir)
-  const file = path.join(dir, 'stdin')
-  fs.writeFileSync(file, Buffer.concat(chunks))
+  const file = path.join(temporaryDir('dsh-session-stdin-'), 'stdin')
+  await pipeline(process.stdin, fs.createWriteStream(file))
   return file
 }
 

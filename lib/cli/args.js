@@ -19,7 +19,7 @@ ${ADDRESSES}
 
 commands:
   inspect <log>              a readable report of what the log holds
-  check <log>                exit 0 if it loads as stored, 2 if only after repair, 1 if not at all
+  check <log>                exit 0 if it loads as stored, 2 if only after repair, 3 if in use, 1 if not at all
   derive <log>               the derived model messages, as JSON
   surface <log>              the surface nodes and the replacement history
   repair <log>               make the load repair durable (what a store does on load)
@@ -31,6 +31,7 @@ options (every command):
   -h, --help                 help for a command
   -V, --version              the package version
 
+Exit status 1 is a failure, 64 a usage error (docs/CLI.md).
 Run '${PROGRAM} <command> --help' for a command's options.`
 
 /** Each command: its positional arguments, its boolean options, its help. */
@@ -62,8 +63,11 @@ Whether the log loads. Read-only.
 exit status:
   0  it loads as stored
   2  it loads only after repair (a torn tail dropped, an interrupted turn closed)
+  3  it is in use: a store holds its write lease, so its open turn is being
+     written, not cut by a crash (nothing to repair now)
   1  it cannot be loaded, or (with --invariants) it breaks the SPEC 9 checks;
      the reason is printed with its line or seq
+  64 a usage error
 
 options:
   --invariants   also run the SPEC 9 development checks over the loaded log`,

@@ -3,7 +3,7 @@
 // failure (one line, or JSON with --json) and end with its exit status.
 
 const { parseArgs } = require('./args.js')
-const { CliError } = require('./errors.js')
+const { toCliError } = require('./errors.js')
 const { out, reportError, useJson } = require('./output.js')
 
 /** Each command's module, loaded when it runs (a --help loads none, nor the addon). */
@@ -42,8 +42,9 @@ function run(argv) {
     throw error
   })
   const fatal = (error) => {
-    reportError(error)
-    process.exit(1)
+    const failure = toCliError(error)
+    reportError(failure)
+    process.exit(failure.exitCode)
   }
   process.on('uncaughtException', fatal)
   process.on('unhandledRejection', fatal)
@@ -52,8 +53,9 @@ function run(argv) {
       process.exitCode = code
     },
     (error) => {
-      reportError(error)
-      process.exitCode = error instanceof CliError ? error.exitCode : 1
+      const failure = toCliError(error)
+      reportError(failure)
+      process.exitCode = failure.exitCode
     },
   )
 }

@@ -3,7 +3,7 @@
 // stderr. With --json every stderr record is one JSON line
 // (`{"warning":{...}}`, `{"error":{...}}`), so a script can read both streams.
 
-const { CliError, CODES, oneLine } = require('./errors.js')
+const { oneLine } = require('./errors.js')
 
 const PROGRAM = 'dsh-session'
 const state = { json: false }
@@ -27,20 +27,17 @@ function warn(code, message, details = {}) {
   else process.stderr.write(`${PROGRAM}: warning: ${oneLine(message)}\n`)
 }
 
-/** The error that ends the command, on stderr. */
-function reportError(error) {
-  const known = error instanceof CliError
-  const code = known ? error.code : CODES.INTERNAL
-  const lines = String(known ? error.message : error?.message ?? error).split('\n')
+/** The error that ends the command, on stderr (a CliError: see toCliError). */
+function reportError(failure) {
+  const lines = String(failure.message).split('\n')
   if (state.json) {
-    const details = known ? error.details : {}
-    process.stderr.write(`${JSON.stringify({ error: { code, message: oneLine(lines[0]), ...details } })}\n`)
+    process.stderr.write(`${JSON.stringify({ error: { code: failure.code, message: oneLine(lines[0]), ...failure.details } })}\n`)
   } else {
     // The first line is the error; a usage text may follow it.
     process.stderr.write(`${PROGRAM}: ${oneLine(lines[0])}\n`)
-    if (lines.length > 1 && known) process.stderr.write(`${lines.slice(1).join('\n')}\n`)
+    if (lines.length > 1) process.stderr.write(`${lines.slice(1).join('\n')}\n`)
   }
-  if (process.env.DSH_SESSION_DEBUG && error?.stack) process.stderr.write(`${error.stack}\n`)
+  if (process.env.DSH_SESSION_DEBUG && failure?.stack) process.stderr.write(`${failure.stack}\n`)
 }
 
 module.exports = { PROGRAM, useJson, out, outJson, warn, reportError, state }

@@ -5,6 +5,7 @@
 
 const fs = require('node:fs')
 const { binding } = require('./core.js')
+const { plainDefect } = require('./defect.js')
 const { CliError, oneLine } = require('./errors.js')
 const { warn } = require('./output.js')
 const { formatBytes, plural } = require('./format.js')
@@ -12,12 +13,15 @@ const { formatBytes, plural } = require('./format.js')
 /** Events read from the native log per step (bounds memory and paces the progress bar). */
 const CHUNK = 5000
 
+/** The package's codes for a log that cannot be read as a session (its defect is told by plainDefect). */
+const DEFECTS = new Set(['CORRUPT_LOG', 'LEGACY_VOCABULARY', 'INVALID_EVENT', 'INVALID_HEADER', 'INVALID_SURFACE', 'SEQ_NOT_CONTIGUOUS', 'NOT_LOSSLESS_JSON', 'UNSUPPORTED_VERSION'])
+
 /**
  * Read a log with the load repair of SPEC 11: `{ report, plan }`. With
  * `write` (JSONL only) the repair is made durable. A log that cannot be
- * loaded is a CliError with the package's code and message (the message
- * names positions as the stores do: `line N` counts event lines, the header
- * being line 0; SQLite says `row N`).
+ * loaded is a CliError with the store's reason in the CLI's words
+ * (`defect.js`: file lines with the event's seq, SQLite rows; old logs in
+ * plain words) and `line`/`row`/`seq` details.
  */
 async function readLog(address, { write = false } = {}) {
   const report = address.kind === 'jsonl'
@@ -27,8 +31,9 @@ async function readLog(address, { write = false } = {}) {
       : await binding.readSqliteLog(address.path, address.id)
   const error = report.errorJson()
   if (error !== null) {
-    const { code, message } = JSON.parse(error)
-    throw new CliError(`${address.text}: ${oneLine(message)}`, code, { address: address.text })
+    const parsed = JSON.parse(error)
+    const { code, message, ...where } = DEFECTS.has(parsed.code) ? plainDefect(parsed, address.kind) : parsed
+    throw new CliError(`${address.text}: ${oneLine(message)}`, code, { address: address.text, ...where })
   }
   const plan = JSON.parse(report.planJson())
   return { report, plan }
@@ -90,6 +95,14 @@ function needsRepair(plan) {
   return plan.torn || plan.closers.length > 0
 }
 
+/** The first record a torn tail drops, in words: where, why, and its text. */
+function describeTorn(torn) {
+  if (torn === null || torn === undefined) return ''
+  const where = torn.line !== undefined ? `line ${torn.line}` : `row ${torn.row}`
+  const seq = /\bseq\b/.test(torn.cause) ? '' : ` (seq ${torn.seq})`
+  return `; ${where}${seq} ${torn.cause}: ${torn.text}`
+}
+
 /** What the repair of `plan` does, in words (empty when nothing). */
 function describeRepair(plan, address) {
   const parts = []
@@ -98,7 +111,7 @@ function describeRepair(plan, address) {
     const after = plan.preserved === 0 ? 'after the header' : `after seq ${plan.preserved - 1}`
     const bytes = plan.fileBytes === null ? '' : `, ${formatBytes(plan.fileBytes - plan.committedBytes)}`
     const unit = address.kind === 'jsonl' ? 'record' : 'row'
-    parts.push(`torn tail dropped: ${plural(records, unit)} ${after}${bytes}`)
+    parts.push(`torn tail dropped: ${plural(records, unit)} ${after}${bytes}${describeTorn(plan.tornRecord)}`)
   }
   if (plan.closers.length > 0) {
     const end = plan.closers[plan.closers.length - 1]
@@ -106,6 +119,17 @@ function describeRepair(plan, address) {
     parts.push(`interrupted turn ${end.data.turn} closed: ${what.join(', ')} (seq ${plan.closers[0].seq}..${end.seq})`)
   }
   return parts
+}
+
+/**
+ * Who holds the write lease of the session `address` names (`process N`),
+ * seen without taking it; null when none does or it cannot be seen (a
+ * PostgreSQL session, standard input, a file outside a store's layout, a
+ * system without /proc/locks).
+ */
+function leaseHolder(address, id) {
+  if (address.stdin || (address.kind !== 'jsonl' && address.kind !== 'sqlite')) return null
+  return binding.sessionLeaseHolder(address.kind, address.path, String(id))
 }
 
 /** Say on stderr that the log read needs repair, and which view is shown. */
@@ -130,4 +154,4 @@ function* eventChunks(native, size = CHUNK) {
   }
 }
 
-module.exports = { readLog, readBeforeDefect, needsRepair, describeRepair, warnRepair, invariantResult, eventChunks }
+module.exports = { readLog, readBeforeDefect, needsRepair, describeRepair, leaseHolder, warnRepair, invariantResult, eventChunks }

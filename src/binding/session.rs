@@ -4,7 +4,7 @@
 
 use super::throw;
 use crate::error::{CoreError, CoreResult};
-use crate::log::{Helper, LineError, Log, Prepared};
+use crate::log::{LineError, Log, Prepared};
 use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{Buffer, Either, Object, Uint32Array};
 use napi::Result;
@@ -160,7 +160,7 @@ impl NativeSession {
     pub fn from_jsonl(text: Either<String, Buffer>) -> Either<NativeSession, JsonlFailure> {
         let read = match text {
             Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e),
-            Either::B(b) => Log::from_jsonl_with(&b, Helper::Awaited),
+            Either::B(b) => Log::from_jsonl(&b),
         };
         jsonl_result(read)
     }

@@ -185,6 +185,195 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some(bytes.split_at(mid + i + 1))
 }
 
+/// The one reader of JSONL lines: the header line, then one event per
+/// line, blank lines only at the end, the first invalid UTF-8 winning over
+/// every other defect. Fed a piece (of whole lines) at a time as pieces
+/// come (`piece`: read and folded on this thread), then the pieces that
+/// waited (`finish`: read on two threads); a one-shot read is a `finish`
+/// of all of them.
+#[derive(Default)]
+pub(super) struct Stream {
+    /// Each piece's text, in order.
+    texts: Vec<String>,
+    /// Lines and bytes in `texts`.
+    lines: usize,
+    bytes: usize,
+    /// The line of the first invalid UTF-8 (it wins over every other defect).
+    invalid_utf8: Option<usize>,
+    /// The first other defect.
+    failed: Option<LineError>,
+    /// The log, once its header is read.
+    log: Option<Log>,
+    /// Whether the header line was read.
+    header_read: bool,
+    /// The index of the first of the blank lines just read (allowed only at
+    /// the end of the log).
+    blank: Option<usize>,
+    /// The index of the next event.
+    next: usize,
+}
+
+impl Stream {
+    /// Read and fold a piece's events, in order, on this thread.
+    pub(super) fn piece(&mut self, piece: Prepared, observe: &mut Observe<'_>) {
+        let (text, spans) = match piece {
+            Ok(piece) => piece,
+            Err(line) => {
+                self.invalid_utf8.get_or_insert(self.lines + line);
+                return;
+            }
+        };
+        if self.invalid_utf8.is_none() && self.failed.is_none() {
+            if let Err(error) = self.fold(&text, &spans, observe) {
+                self.failed = Some(error);
+            }
+        }
+        self.lines += spans.len();
+        self.bytes += text.len();
+        self.texts.push(text);
+    }
+
+    fn fold(
+        &mut self,
+        text: &str,
+        spans: &[(usize, usize)],
+        observe: &mut Observe<'_>,
+    ) -> Result<(), LineError> {
+        let mut spans = spans;
+        if !self.header_read {
+            self.header_read = true;
+            let first = spans.first().map(|&(s, e)| &text[s..e]);
+            self.log = Some(Log::new(read_header(first)?));
+            spans = spans.get(1..).unwrap_or_default();
+        }
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        for &(s, e) in spans {
+            let line = &text[s..e];
+            let index = self.next;
+            self.next += 1;
+            if line.trim().is_empty() {
+                self.blank.get_or_insert(index);
+                continue;
+            }
+            if let Some(blank) = self.blank {
+                return Err(event_error(blank, None));
+            }
+            let read = read_event(line, index);
+            let data = read.as_ref().map_or("", |e| e.data);
+            let at = TextRef::Span(self.bytes + s, self.bytes + e);
+            log.accept_read(read, index, at)
+                .map_err(|err| event_error(index, err))?;
+            if let Some(observe) = observe.as_mut() {
+                observe(log, index, data);
+            }
+        }
+        Ok(())
+    }
+
+    /// The log, once the pieces that waited (`rest`, prepared) are read
+    /// too; on a defect, the texts of the pieces come back with it.
+    pub(super) fn finish(
+        mut self,
+        rest: Vec<Prepared>,
+        observe: &mut Observe<'_>,
+    ) -> Result<Log, (LineError, Vec<String>)> {
+        let mut pieces = Vec::with_capacity(rest.len());
+        for piece in rest {
+            match piece {
+                Ok((text, spans)) => pieces.push((text, spans)),
+                Err(line) => {
+                    let lines = self.lines
+                        + pieces
+                            .iter()
+                            .map(|(_, s): &(String, Vec<_>)| s.len())
+                            .sum::<usize>();
+                    self.invalid_utf8.get_or_insert(lines + line);
+                }
+            }
+        }
+        let failed =
+            |error: LineError, done: Vec<String>, pieces: Vec<(String, Vec<(usize, usize)>)>| {
+                Err((
+                    error,
+                    done.into_iter()
+                        .chain(pieces.into_iter().map(|(t, _)| t))
+                        .collect(),
+                ))
+            };
+        if let Some(line) = self.invalid_utf8 {
+            return failed(invalid_utf8(line), self.texts, pieces);
+        }
+        if let Some(error) = self.failed.take() {
+            return failed(error, self.texts, pieces);
+        }
+        if !self.header_read {
+            // Nothing was read yet: the header is the first line that waited.
+            self.header_read = true;
+            let first = pieces
+                .iter()
+                .find(|(t, _)| !t.is_empty())
+                .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
+            match read_header(first) {
+                Ok(header) => self.log = Some(Log::new(header)),
+                Err(error) => return failed(error, self.texts, pieces),
+            }
+            if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
+                spans.remove(0);
+            }
+        }
+        // Blank lines are allowed only at the end.
+        let blank = |text: &str, (s, e): (usize, usize)| text[s..e].trim().is_empty();
+        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            while ends[k] > 0 {
+                if !blank(&pieces[k].0, pieces[k].1[ends[k] - 1]) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
+            }
+        }
+        let events: usize = ends.iter().sum();
+        if let (Some(blank), true) = (self.blank, events > 0) {
+            return failed(event_error(blank, None), self.texts, pieces);
+        }
+        let Some(mut log) = self.log.take() else {
+            // Only a failed header leaves no log, and it was reported above.
+            return match read_header(None) {
+                Ok(header) => Ok(Log::new(header)),
+                Err(error) => failed(error, self.texts, pieces),
+            };
+        };
+        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
+        let parts: Vec<Part<'_>> = texts
+            .into_iter()
+            .zip(&spans)
+            .zip(&ends)
+            .map(|((text, spans), &end)| Part {
+                text,
+                spans: &spans[..end],
+            })
+            .collect();
+        log.metas.reserve(events);
+        log.texts_mut().reserve(events);
+        let folded = log.fold_parts(
+            &parts,
+            self.next,
+            self.bytes,
+            &|_, _, _, _| true,
+            Helper::Awaited,
+            observe,
+        );
+        self.texts.extend(parts.into_iter().map(|p| p.text));
+        if let Err((index, err)) = folded {
+            return Err((event_error(index, err), self.texts));
+        }
+        log.texts_mut().adopt_buffers(self.texts);
+        Ok(log)
+    }
+}
+
 impl Log {
     /// Seed from a JSON array of events (`new Session(id, seed)`) that
     /// continue the log: the first is at index `len()`.
@@ -205,121 +394,37 @@ impl Log {
         Ok(())
     }
 
-    /// Parse a whole v0 JSONL log: header line, then one event per line.
-    /// The caller's bytes are copied into the log's own buffers, two halves
-    /// on two threads when the log is long; the lines are then read
-    /// (validated, split into fields) on two threads and folded in order.
+    /// Parse a whole v0 JSONL log (the caller's bytes, copied into the
+    /// log's own buffers, two halves on two threads when the log is long).
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
-        Log::from_jsonl_with(bytes, Helper::Background)
-    }
-
-    /// `from_jsonl`, its helper thread run as `helper` says.
-    pub fn from_jsonl_with(bytes: &[u8], helper: Helper) -> Result<Log, LineError> {
         let pieces = match halves(bytes) {
             Some((a, b)) => vec![Piece::Copy(a), Piece::Copy(b)],
             None => vec![Piece::Copy(bytes)],
         };
-        Log::from_jsonl_pieces(pieces, helper, None)
+        Log::read_pieces(pieces, Helper::Awaited, None).map_err(|(e, _)| e)
     }
 
-    /// `from_jsonl` of a buffer the log may keep (no copy of the text);
-    /// the buffer comes back with the error.
+    /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
+    /// buffer comes back with the error.
     pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (LineError, Vec<u8>)> {
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                let bytes = e.into_bytes();
-                return Err((invalid_utf8(newlines(&bytes[..at]) + 1), bytes));
-            }
-        };
-        let spans = line_spans(&text);
-        Log::from_jsonl_lines(vec![(text, spans)], Helper::Background, None).map_err(
-            |(e, texts)| {
-                let text = texts.into_iter().next().unwrap_or_default();
-                (e, text.into_bytes())
-            },
-        )
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            let line = newlines(&bytes[..e.valid_up_to()]) + 1;
+            return Err((invalid_utf8(line), bytes));
+        }
+        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background, None)
+            .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
     }
 
-    /// `from_jsonl` of a log in pieces of whole lines (every piece but the
-    /// last ends with a newline): each piece is copied or kept, checked as
-    /// UTF-8 and split into lines, on two threads when the log is long.
-    pub(crate) fn from_jsonl_pieces(
+    /// A JSONL log in pieces of whole lines (every piece but the last ends
+    /// with a newline), read whole by the one reader (`Stream`): each piece
+    /// copied or kept, checked as UTF-8 and split into lines (on two threads
+    /// when the log is long), then its events read and folded.
+    pub(super) fn read_pieces(
         pieces: Vec<Piece<'_>>,
         helper: Helper,
-        observe: Observe<'_>,
-    ) -> Result<Log, LineError> {
-        let prepared = prepare_all(pieces, helper);
-        // The first invalid UTF-8 wins over every other defect.
-        let mut lines = 0;
-        let mut texts = Vec::with_capacity(prepared.len());
-        for piece in prepared {
-            match piece {
-                Ok((text, spans)) => {
-                    // A piece before the last ends with a newline: it has a
-                    // span per newline.
-                    lines += spans.len();
-                    texts.push((text, spans));
-                }
-                Err(line) => return Err(invalid_utf8(lines + line)),
-            }
-        }
-        Log::from_jsonl_lines(texts, helper, observe).map_err(|(e, _)| e)
-    }
-
-    /// A log of the lines of `pieces` (each piece's text and the spans of
-    /// its lines; every piece but the last ends with a newline): the header
-    /// line, then one event per line, blank lines allowed only at the end.
-    /// The texts come back with the error.
-    fn from_jsonl_lines(
-        pieces: Vec<(String, Vec<(usize, usize)>)>,
-        helper: Helper,
-        observe: Observe<'_>,
+        mut observe: Observe<'_>,
     ) -> Result<Log, (LineError, Vec<String>)> {
-        let texts_of = |pieces: Vec<(String, Vec<(usize, usize)>)>| {
-            pieces.into_iter().map(|(t, _)| t).collect::<Vec<_>>()
-        };
-        // An empty piece holds no line (a lone empty log has one empty line).
-        let pieces: Vec<_> = if pieces.iter().all(|(t, _)| t.is_empty()) {
-            pieces.into_iter().take(1).collect()
-        } else {
-            pieces.into_iter().filter(|(t, _)| !t.is_empty()).collect()
-        };
-        let blank = |(text, spans): &(String, Vec<(usize, usize)>), i: usize| {
-            let (s, e) = spans[i];
-            text[s..e].trim().is_empty()
-        };
-        let first = pieces
-            .first()
-            .and_then(|(text, spans)| spans.first().map(|&(s, e)| &text[s..e]));
-        let header = match read_header(first) {
-            Ok(header) => header,
-            Err(error) => return Err((error, texts_of(pieces))),
-        };
-        // Events: every line after the header; blank lines are allowed only at the end.
-        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
-        'trim: for k in (0..pieces.len()).rev() {
-            let from = usize::from(k == 0);
-            while ends[k] > from {
-                if !blank(&pieces[k], ends[k] - 1) {
-                    break 'trim;
-                }
-                ends[k] -= 1;
-            }
-        }
-        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
-        let parts = texts
-            .into_iter()
-            .zip(&spans)
-            .enumerate()
-            .map(|(k, (text, spans))| Part {
-                text,
-                spans: &spans[usize::from(k == 0)..ends[k].max(usize::from(k == 0))],
-            })
-            .collect();
-        Log::from_parts_with(header, parts, &|_, _, _, _| true, helper, observe)
-            .map_err(|(index, err, texts)| (event_error(index, err), texts))
+        Stream::default().finish(prepare_all(pieces, helper), &mut observe)
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -542,11 +647,12 @@ mod tests {
     }
 
     fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, LineError> {
-        Log::from_jsonl_pieces(
+        Log::read_pieces(
             pieces.into_iter().map(Piece::Keep).collect(),
             Helper::Awaited,
             None,
         )
+        .map_err(|(e, _)| e)
     }
 
     /// Logs that read, and logs with a defect on a line after the first cuts.
@@ -631,10 +737,6 @@ mod tests {
         for bytes in cases {
             let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
             assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
-            assert_eq!(
-                outcome(Log::from_jsonl_with(&bytes, Helper::Awaited)),
-                whole
-            );
             let copied = match halves(&bytes) {
                 Some((a, b)) => vec![a.to_vec(), b.to_vec()],
                 None => vec![bytes.clone()],

@@ -14,11 +14,8 @@
 //! nodes the surface holds (plus `SPECULATION_SLACK`); the first derive
 //! reads the rest from the log as it would without it.
 
-use super::read::{
-    event_error, invalid_utf8, prepare, prepare_all, read_header, Observe, Part, Piece,
-};
-use super::{Helper, LineError, Log, TextRef};
-use crate::event::read_event;
+use super::read::{prepare, prepare_all, Piece, Stream};
+use super::{Helper, LineError, Log};
 use crate::surface::SurfaceOp;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -152,7 +149,8 @@ impl JsonlReading {
         }
         let last = std::mem::take(&mut self.current);
         if self.pieces.is_none() {
-            let read = Log::from_jsonl_pieces(vec![Piece::Keep(last)], Helper::Awaited, None);
+            let read = Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited, None)
+                .map_err(|(e, _)| e);
             self.state = State::Read(Box::new(read));
             return;
         }
@@ -224,181 +222,13 @@ fn read(
         waiting.into_iter().map(Piece::Keep).collect(),
         Helper::Awaited,
     );
-    let read = stream.finish(rest, &mut Some(&mut observe));
+    let read = stream
+        .finish(rest, &mut Some(&mut observe))
+        .map_err(|(e, _)| e);
     if read.is_ok() {
         handing.flush();
     }
     read
-}
-
-/// What the reading thread has read so far.
-#[derive(Default)]
-struct Stream {
-    /// Each piece's text, in order.
-    texts: Vec<String>,
-    /// Lines and bytes in `texts`.
-    lines: usize,
-    bytes: usize,
-    /// The line of the first invalid UTF-8 (it wins over every other defect).
-    invalid_utf8: Option<usize>,
-    /// The first other defect.
-    failed: Option<LineError>,
-    /// The log, once its header is read.
-    log: Option<Log>,
-    /// Whether the header line was read.
-    header_read: bool,
-    /// The index of the first of the blank lines just read (allowed only at
-    /// the end of the log).
-    blank: Option<usize>,
-    /// The index of the next event.
-    next: usize,
-}
-
-impl Stream {
-    /// Read and fold a piece's events, in order, on this thread.
-    fn piece(&mut self, piece: super::read::Prepared, observe: &mut Observe<'_>) {
-        let (text, spans) = match piece {
-            Ok(piece) => piece,
-            Err(line) => {
-                self.invalid_utf8.get_or_insert(self.lines + line);
-                return;
-            }
-        };
-        if self.invalid_utf8.is_none() && self.failed.is_none() {
-            if let Err(error) = self.fold(&text, &spans, observe) {
-                self.failed = Some(error);
-            }
-        }
-        self.lines += spans.len();
-        self.bytes += text.len();
-        self.texts.push(text);
-    }
-
-    fn fold(
-        &mut self,
-        text: &str,
-        spans: &[(usize, usize)],
-        observe: &mut Observe<'_>,
-    ) -> Result<(), LineError> {
-        let mut spans = spans;
-        if !self.header_read {
-            self.header_read = true;
-            let first = spans.first().map(|&(s, e)| &text[s..e]);
-            self.log = Some(Log::new(read_header(first)?));
-            spans = spans.get(1..).unwrap_or_default();
-        }
-        let Some(log) = self.log.as_mut() else {
-            return Ok(());
-        };
-        for &(s, e) in spans {
-            let line = &text[s..e];
-            let index = self.next;
-            self.next += 1;
-            if line.trim().is_empty() {
-                self.blank.get_or_insert(index);
-                continue;
-            }
-            if let Some(blank) = self.blank {
-                return Err(event_error(blank, None));
-            }
-            let read = read_event(line, index);
-            let data = read.as_ref().map_or("", |e| e.data);
-            let at = TextRef::Span(self.bytes + s, self.bytes + e);
-            log.accept_read(read, index, at)
-                .map_err(|err| event_error(index, err))?;
-            if let Some(observe) = observe.as_mut() {
-                observe(log, index, data);
-            }
-        }
-        Ok(())
-    }
-
-    /// The log, once the pieces that waited (`rest`, prepared) are read too.
-    fn finish(
-        mut self,
-        rest: Vec<super::read::Prepared>,
-        observe: &mut Observe<'_>,
-    ) -> Result<Log, LineError> {
-        let mut pieces = Vec::with_capacity(rest.len());
-        for piece in rest {
-            match piece {
-                Ok((text, spans)) => {
-                    if self.invalid_utf8.is_none() {
-                        pieces.push((text, spans));
-                    }
-                }
-                Err(line) => {
-                    let lines = self.lines
-                        + pieces
-                            .iter()
-                            .map(|(_, s): &(String, Vec<_>)| s.len())
-                            .sum::<usize>();
-                    self.invalid_utf8.get_or_insert(lines + line);
-                }
-            }
-        }
-        if let Some(line) = self.invalid_utf8 {
-            return Err(invalid_utf8(line));
-        }
-        if let Some(error) = self.failed.take() {
-            return Err(error);
-        }
-        if !self.header_read {
-            // Nothing was read yet: the header is the first line that waited.
-            self.header_read = true;
-            let first = pieces
-                .iter()
-                .find(|(t, _)| !t.is_empty())
-                .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
-            self.log = Some(Log::new(read_header(first)?));
-            if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
-                spans.remove(0);
-            }
-        }
-        // Blank lines are allowed only at the end.
-        let blank = |text: &str, (s, e): (usize, usize)| text[s..e].trim().is_empty();
-        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
-        'trim: for k in (0..pieces.len()).rev() {
-            while ends[k] > 0 {
-                if !blank(&pieces[k].0, pieces[k].1[ends[k] - 1]) {
-                    break 'trim;
-                }
-                ends[k] -= 1;
-            }
-        }
-        let events: usize = ends.iter().sum();
-        if let (Some(blank), true) = (self.blank, events > 0) {
-            return Err(event_error(blank, None));
-        }
-        let Some(mut log) = self.log.take() else {
-            // Only a failed header leaves no log, and it was reported above.
-            return read_header(None).map(Log::new);
-        };
-        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
-        let parts: Vec<Part<'_>> = texts
-            .into_iter()
-            .zip(&spans)
-            .zip(&ends)
-            .map(|((text, spans), &end)| Part {
-                text,
-                spans: &spans[..end],
-            })
-            .collect();
-        log.metas.reserve(events);
-        log.texts_mut().reserve(events);
-        log.fold_parts(
-            &parts,
-            self.next,
-            self.bytes,
-            &|_, _, _, _| true,
-            Helper::Awaited,
-            observe,
-        )
-        .map_err(|(index, err)| event_error(index, err))?;
-        self.texts.extend(parts.into_iter().map(|p| p.text));
-        log.texts_mut().adopt_buffers(self.texts);
-        Ok(log)
-    }
 }
 
 /// The hand-over of surface payloads in batches (see the module comment).

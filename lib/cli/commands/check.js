@@ -1,12 +1,14 @@
 'use strict'
 // `dsh-session check <log>`: exit 0 if it loads as stored, 2 if only after
-// repair, 1 if not at all (or, with --invariants, if it breaks SPEC 9).
+// repair, 3 if it is in use (a store holds its write lease: an open turn is
+// being written, not a crash to repair), 1 if not at all (or, with
+// --invariants, if it breaks SPEC 9).
 
 const { resolveLog } = require('../address.js')
 const { CliError, CODES } = require('../errors.js')
 const { plural } = require('../format.js')
 const { PROGRAM, out, outJson } = require('../output.js')
-const { describeRepair, invariantResult, needsRepair, readLog } = require('../read.js')
+const { describeRepair, invariantResult, leaseHolder, needsRepair, readLog } = require('../read.js')
 
 async function check({ positionals, flags }) {
   const address = await resolveLog(positionals[0])
@@ -30,15 +32,21 @@ async function check({ positionals, flags }) {
     if (flags.json) outJson({ address: address.text, status: 'invariant', exitCode: 1, code: CODES.INVARIANT, message: violation.message, seq: violation.seq })
     throw failure
   }
-  const status = needsRepair(plan) ? 'repair' : 'ok'
-  const exitCode = status === 'ok' ? 0 : 2
+  const holder = leaseHolder(address, plan.header.id)
+  // A session a store is writing ends in its open turn: that is no crash to repair.
+  const status = !needsRepair(plan) ? 'ok' : holder !== null ? 'in-use' : 'repair'
+  const exitCode = { ok: 0, repair: 2, 'in-use': 3 }[status]
   if (flags.json) {
-    outJson({ address: address.text, status, exitCode, id: plan.header.id, events, preserved: plan.preserved, records: plan.records, torn: plan.torn, closers: plan.closers.length, repair, invariants: flags.invariants ? 'ok' : 'not checked' })
+    outJson({ address: address.text, status, exitCode, id: plan.header.id, events, preserved: plan.preserved, records: plan.records, torn: plan.torn, closers: plan.closers.length, repair, inUse: holder, invariants: flags.invariants ? 'ok' : 'not checked' })
     return exitCode
   }
   const inv = flags.invariants ? ', invariants ok' : ''
+  const busy = holder === null ? '' : `, in use by ${holder}`
   if (status === 'ok') {
-    out(`${address.text}: ok: loads as stored (session ${JSON.stringify(plan.header.id)}, ${plural(plan.preserved, 'event')}${inv})`)
+    out(`${address.text}: ok: loads as stored (session ${JSON.stringify(plan.header.id)}, ${plural(plan.preserved, 'event')}${inv}${busy})`)
+  } else if (status === 'in-use') {
+    out(`${address.text}: in use: ${holder} holds the write lease of session ${JSON.stringify(plan.header.id)}; its last turn is being written, not cut by a crash (${plural(plan.preserved, 'event')} so far${inv})`)
+    out('  nothing to repair while it is in use: check again once that store has closed it')
   } else {
     out(`${address.text}: loads only after repair (session ${JSON.stringify(plan.header.id)}${inv}):`)
     for (const r of repair) out(`  ${r}`)

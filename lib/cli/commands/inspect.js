@@ -3,12 +3,12 @@
 // that cannot be loaded is reported up to its defect, then the reason (exit 1).
 
 const fs = require('node:fs')
-const { resolveLog } = require('../address.js')
+const { resolveLog, sqliteIds } = require('../address.js')
 const { analyze } = require('../analyze.js')
 const { CliError } = require('../errors.js')
 const { countInto, field, formatBytes, formatDuration, formatInt, formatSpan, formatTime, plural, ranges, sortedCounts, table } = require('../format.js')
 const { PROGRAM, out, outJson } = require('../output.js')
-const { describeRepair, invariantResult, needsRepair, readBeforeDefect, readLog } = require('../read.js')
+const { describeRepair, invariantResult, leaseHolder, needsRepair, readBeforeDefect, readLog } = require('../read.js')
 
 /** The report's sections above its verdict (repair and invariants, or the defect). */
 function reportLines(address, header, fileBytes, a, partial) {
@@ -127,13 +127,29 @@ function reportLines(address, header, fileBytes, a, partial) {
   return lines
 }
 
+/** A session the database does not hold: not found, with the ids it does hold (no report). */
+async function notFound(address, failure) {
+  if (address.kind !== 'sqlite') throw failure
+  let ids = []
+  try {
+    ids = await sqliteIds(address.path, address.text)
+  } catch {
+    // The ids are a hint; the failure stands without them.
+  }
+  const shown = ids.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')
+  const holds = ids.length === 0 ? 'it holds no sessions' : `it holds ${ids.length === 1 ? '' : `${ids.length} sessions: `}${shown}${ids.length > 5 ? ', …' : ''}`
+  throw new CliError(`${failure.message} (${holds})`, failure.code, failure.details)
+}
+
 /** The report of a log that cannot be loaded: what was read before the defect, then the reason. */
 async function inspectDefective(address, failure, flags) {
+  if (failure.code === 'SESSION_NOT_FOUND') return notFound(address, failure)
   const { native, header } = await readBeforeDefect(address)
   const a = native === null ? null : analyze(native)
   let fileBytes = null
   if (address.kind === 'jsonl') fileBytes = fs.statSync(address.path).size
-  const error = { code: failure.code, message: failure.message.slice(address.text.length + 2) }
+  const { address: _address, ...where } = failure.details
+  const error = { code: failure.code, message: failure.message.slice(address.text.length + 2), ...where }
   if (flags.json) {
     outJson({ address: address.text, complete: false, header, fileBytes, ...(a ?? { events: 0 }), error })
   } else {
@@ -164,6 +180,7 @@ async function inspect({ positionals, flags }) {
   const violation = invariantResult(report, true)
   const repair = describeRepair(plan, address)
   const header = plan.header
+  const holder = leaseHolder(address, header.id)
   if (flags.json) {
     outJson({
       address: address.text,
@@ -171,7 +188,8 @@ async function inspect({ positionals, flags }) {
       header,
       fileBytes: plan.fileBytes,
       ...a,
-      repair: { needed: needsRepair(plan), torn: plan.torn, preserved: plan.preserved, records: plan.records, committedBytes: plan.committedBytes, closers: plan.closers, summary: repair },
+      inUse: holder,
+      repair: { needed: needsRepair(plan), torn: plan.torn, tornRecord: plan.tornRecord, preserved: plan.preserved, records: plan.records, committedBytes: plan.committedBytes, closers: plan.closers, summary: repair },
       invariants: violation === null ? { ok: true } : { ok: false, message: violation.message, seq: violation.seq },
     })
     return 0
@@ -179,6 +197,8 @@ async function inspect({ positionals, flags }) {
   const lines = reportLines(address, header, plan.fileBytes, a, false)
   if (repair.length === 0) {
     lines.push(field('repair', 'not needed: the log loads as stored'))
+  } else if (holder !== null) {
+    lines.push(field('repair', `not now: in use (${holder} holds its write lease); its last turn is being written`))
   } else {
     lines.push(field('repair', `needed (${PROGRAM} repair applies it):`))
     for (const r of repair) lines.push(`  ${r}`)

@@ -484,7 +484,12 @@ export declare class SqliteSessionStore extends StoreMethods implements DurableS
 }
 
 export interface PostgresSessionStoreOptions {
-  /** A libpq-style URL (`postgres://user:password@host:port/db`), as `pg` and `psql` accept. */
+  /**
+   * A libpq-style URL (`postgres://user:password@host:port/db`) or keyword/value
+   * string, as `pg` and `psql` accept; TLS with libpq's `sslmode` (`disable`,
+   * `prefer` (default), `require`, `verify-ca`, `verify-full`), `sslrootcert`,
+   * `sslcert`/`sslkey` (docs/POSTGRES.md).
+   */
   connectionString: string
   /** Schema holding `sessions`, `events`, `leases` and `dsh_meta` (created on first use). Default `'public'`. */
   schema?: string
@@ -496,9 +501,16 @@ export interface PostgresSessionStoreOptions {
    * lease; the old writer's next write then rejects with `LEASE_LOST`. Default 30000.
    */
   leaseMs?: number
-  /** Server-side limit of every statement (and lock wait), in ms. Default 30000. */
+  /**
+   * Limit of every statement (and lock wait), in ms: the server's
+   * `statement_timeout`, and the client waits at most 500 ms longer for an
+   * answer (a server that stops answering fails the call with `PG`). Default 30000.
+   */
   statementTimeoutMs?: number
-  /** Limit of opening a connection, in ms (unless the URL sets `connect_timeout`). Default 10000. */
+  /**
+   * Limit of opening a connection, in ms: TCP, TLS, authentication and a first
+   * query (unless the URL sets `connect_timeout`). Default 10000.
+   */
   connectTimeoutMs?: number
 }
 

@@ -17,6 +17,8 @@ import {
   rejection,
   sqliteTool,
   STORES,
+  POOLER_STORES,
+  isPostgres,
   T0,
   tempDir,
   turnBatches,
@@ -61,7 +63,7 @@ function setup(
   return { dir, store, reopen, restart }
 }
 
-for (const { kind, make } of STORES) {
+for (const { kind, make } of [...STORES, ...POOLER_STORES]) {
   describe(`${kind} store: lazy materialization`, () => {
     it('create records intent only: nothing is listed or loadable before the first append', async () => {
       const { store, dir } = setup(make, `${kind}-lazy`)
@@ -419,7 +421,7 @@ for (const { kind, make } of STORES) {
   describe(`${kind} store: ids`, () => {
     const HOSTILE = ['../x', '/', 'a/b', 'a\\b', '.', '..', '...', '~', '~002E', 'a\u0000b', "x'); DROP TABLE sessions; --", '"', '😀', 'é', ' ']
       // PostgreSQL text cannot hold U+0000: that store refuses such ids (store-13-postgres-schema).
-      .filter((id) => kind !== 'postgres' || !id.includes('\u0000'))
+      .filter((id) => !isPostgres(kind) || !id.includes('\u0000'))
 
     it('stores, loads and lists hostile ids without escaping the store', async () => {
       const { store, dir } = setup(make, `${kind}-ids`)

@@ -15,6 +15,9 @@ import {
   pgDump,
   sqliteTool,
   STORES,
+  POOLER_STORES,
+  isPostgres,
+  type StoreKind,
   turnBatches,
   turns,
   type SessionStore,
@@ -23,7 +26,7 @@ import {
 
 const { cleanup, dirFor } = testCleanup()
 
-async function holder(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string, id: string): Promise<Holder> {
+async function holder(kind: StoreKind, dir: string, id: string): Promise<Holder> {
   const h = await spawnHolder(kind, dir, id)
   cleanup.push(() => {
     if (h.child.exitCode === null && h.child.signalCode === null) return h.kill()
@@ -47,7 +50,7 @@ function liveSession(id: string, events: ReturnType<typeof turns>): InstanceType
   return s
 }
 
-for (const { kind, make } of STORES) {
+for (const { kind, make } of [...STORES, ...POOLER_STORES]) {
   describe(`${kind} store: one writer per session across processes`, () => {
     it('refuses a second process with SESSION_IN_USE naming the session and the holder, and stores none of it', async () => {
       const dir = dirFor(`${kind}-lease-proc`)
@@ -104,7 +107,7 @@ for (const { kind, make } of STORES) {
         const file = path.join(dir, '_no-cwd', 'k.jsonl')
         const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n')
         expect(lines.slice(1).map((l) => JSON.parse(l))).toEqual(loaded.events)
-      } else if (kind === 'postgres') {
+      } else if (isPostgres(kind)) {
         expect(pgDump(dir, 'k').rows).toHaveLength(loaded.events.length)
       } else {
         const dump = sqliteTool(path.join(dir, 'sessions.db'), { op: 'dump', id: 'k' })

@@ -14,6 +14,7 @@ import {
   header,
   interruptedTurnClosers,
   PG_URL,
+  PGBOUNCER_URL,
   pgDump,
   pgSchema,
   pgStore,
@@ -157,10 +158,12 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL single-writer fencin
     expect(pgDump(dir, 'h').lease).toMatchObject({ epoch: 8 })
   })
 
-  it('two processes writing one session at once: one is refused with a code, every acknowledged event is stored, contiguous', async () => {
-    const dir = dirFor('pg-fence-two')
-    const a = child(WRITER, ['postgres', dir, 'two', 'append', '1', '200'])
-    const b = child(WRITER, ['postgres', dir, 'two', 'append', '2', '200'])
+  // Directly, and through PgBouncer in transaction mode (issue 19) where .ci/run started one.
+  for (const kind of PGBOUNCER_URL === undefined ? ['postgres'] : ['postgres', 'pgbouncer']) {
+  it(`two processes writing one session at once${kind === 'pgbouncer' ? ' (through PgBouncer)' : ''}: one is refused with a code, every acknowledged event is stored, contiguous`, async () => {
+    const dir = dirFor(`pg-fence-two-${kind}`)
+    const a = child(WRITER, [kind, dir, 'two', 'append', '1', '200'])
+    const b = child(WRITER, [kind, dir, 'two', 'append', '2', '200'])
     // The loser exits on its refusal; the winner writes until it is killed.
     const first = await Promise.race([a.exit.then(() => a), b.exit.then(() => b)])
     const loser = first
@@ -181,6 +184,7 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL single-writer fencin
     expect(loaded.map((e) => e.seq)).toEqual(loaded.map((_, i) => i))
     expect(loaded.slice(0, winner.acked.length)).toEqual(winner.acked)
   })
+  }
 
   it('a reader in a third process sees consistent prefixes of a session being written, and writes nothing', async () => {
     const dir = dirFor('pg-fence-reader')

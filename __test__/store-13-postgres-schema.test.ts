@@ -109,6 +109,30 @@ describe.skipIf(PG_URL === undefined)('issue 13: the PostgreSQL schema', () => {
     expect(psqlRows(`SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}'`)).toEqual([{ table_name: 'dsh_meta' }])
   })
 
+  it('refuses a schema holding tables of another shape with UNSUPPORTED_VERSION, before creating anything in it (issue 19)', async () => {
+    const { schema, store } = storeFor('pg-foreign')
+    // Someone else's application keeps its own `sessions` table here.
+    psqlExec(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.sessions (id SERIAL PRIMARY KEY, title TEXT);
+      INSERT INTO ${schema}.sessions (title) VALUES ('theirs');`)
+    const tables = () => psqlRows(`SELECT table_name FROM information_schema.tables WHERE table_schema = '${schema}' ORDER BY 1`)
+    const refused = { code: 'UNSUPPORTED_VERSION', message: `${named(schema)} holds a table "sessions" that is not this store's (id integer, title text); nothing was created in it: use another schema` }
+    expect(await rejection(store.list())).toEqual(refused)
+    expect(await rejection(store.create(header('s')))).toEqual(refused)
+    expect(await rejection(store.load('s'))).toEqual(refused)
+    expect(tables()).toEqual([{ table_name: 'sessions' }])
+    expect(psqlRows(`SELECT title FROM ${schema}.sessions`)).toEqual([{ title: 'theirs' }])
+    // A stamped schema whose table was altered by hand is refused the same way.
+    const other = storeFor('pg-altered')
+    expect(await other.store.list()).toEqual([])
+    await other.store.close()
+    psqlExec(`ALTER TABLE ${other.schema}.leases DROP COLUMN pid`)
+    const again = pgStore(storeDir(other.schema))
+    cleanup.push(() => again.close())
+    const altered = await rejection(again.list())
+    expect(altered.code).toBe('UNSUPPORTED_VERSION')
+    expect(altered.message).toContain(`holds a table "leases" that is not this store's (session_id text, holder text, host text, epoch bigint, expires_at timestamp with time zone)`)
+  })
+
   it('keeps schemas apart: one id in two schemas is two sessions', async () => {
     const a = storeFor('pg-apart-a').store
     const b = storeFor('pg-apart-b').store

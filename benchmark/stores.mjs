@@ -7,12 +7,15 @@
 //     open first); GC time inside a gap is shown apart
 // Times are medians; fsync times drift on a shared machine, so the flush runs interleave
 // ours and the baselines. Only the ratios are meant to be compared.
-// With DSH_BENCH_PG_URL (a PostgreSQL URL; a throwaway schema is used and dropped), the
-// PostgreSQL store too, against the same work through `psql`: open + first derive vs
-// COPY of the rows out and JSON.parse of each event, flush turn by turn vs one psql
-// session running a prepared INSERT per event in one transaction per batch.
+// --postgres-only: the PostgreSQL store against node-postgres (`pg`, a dev dependency) doing
+// the same work on the same server: open + first derive vs one SELECT of the session's rows
+// and JSON.parse of each event; flush turn by turn vs one transaction per turn holding one
+// `unnest` INSERT of the turn's events. The server is DSH_BENCH_PG_URL (a throwaway schema
+// is used and dropped), or else a throwaway local one started here with fsync on
+// (PostgreSQL 15 binaries, as the tests use; fsync and synchronous_commit at their defaults).
 //
 //   npm run build && node benchmark/stores.mjs [events=100000]
+//   node benchmark/stores.mjs --postgres-only [events=100000]
 //   DSH_BENCH_PG_URL=postgres://… node benchmark/stores.mjs --postgres-only [events]
 
 import { execFileSync, spawn } from 'node:child_process'
@@ -32,7 +35,7 @@ const { generateOps, toEvents } = await import(path.resolve(here, '../test-data/
 
 const PAUSES = process.argv[2] === '--pauses'
 const PG_ONLY = process.argv[2] === '--postgres-only'
-const PG_URL = process.env.DSH_BENCH_PG_URL
+let PG_URL = process.env.DSH_BENCH_PG_URL
 const N = Number(PAUSES ? process.argv[4] : ((PG_ONLY ? process.argv[3] : process.argv[2]) ?? 100_000))
 const OPEN_RUNS = 5
 const FLUSH_RUNS = 3
@@ -293,8 +296,23 @@ function dropBenchSchemas() {
   for (const name of names) psql(`DROP SCHEMA ${name} CASCADE`)
 }
 
-/** Open + first derive through the store, and the same rows through `psql` COPY + JSON.parse. */
-async function pgOpen() {
+/** The session's events as the store's rows: [seqs, types, times, datas, sources, ops] of turns `from..to`. */
+function rowsOf(from, to) {
+  const cols = [[], [], [], [], [], []]
+  for (let i = from; i < to; i++) {
+    const e = events[i]
+    cols[0].push(e.seq)
+    cols[1].push(e.type)
+    cols[2].push(e.time)
+    cols[3].push(JSON.stringify(e.data))
+    cols[4].push(e.sourceEventSeqs === undefined ? null : JSON.stringify(e.sourceEventSeqs))
+    cols[5].push(e.surfaceOp === undefined ? null : JSON.stringify(e.surfaceOp))
+  }
+  return cols
+}
+
+/** Open + first derive through the store, and the same rows through node-postgres + JSON.parse per event. */
+async function pgOpen(pg) {
   const store = pgMake()
   const schema = `${PG_SCHEMA}_${pgRuns - 1}`
   await store.create(HEADER)
@@ -308,127 +326,89 @@ async function pgOpen() {
     ours.push(performance.now() - t0)
   }
   await store.close()
-  const copy = `COPY (SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = '${ID}' ORDER BY seq) TO STDOUT WITH (FORMAT csv)`
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
   const base = []
   for (let r = 0; r < OPEN_RUNS; r++) {
     const t0 = performance.now()
-    const text = execFileSync('psql', [PG_URL, '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-c', copy], { encoding: 'utf8', maxBuffer: 1 << 30 })
-    // CSV rows: the JSON columns are quoted fields; parse each event's data.
-    let count = 0
-    for (const line of csvRows(text)) {
-      JSON.parse(line[3])
-      count++
+    const { rows } = await client.query(
+      `SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = $1 ORDER BY seq`, [ID])
+    const out = new Array(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]
+      const e = { type: row.type, seq: Number(row.seq), time: Number(row.time), data: JSON.parse(row.data) }
+      if (row.source_event_seqs !== null) e.sourceEventSeqs = JSON.parse(row.source_event_seqs)
+      if (row.surface_op !== null) e.surfaceOp = JSON.parse(row.surface_op)
+      out[i] = e
     }
     base.push(performance.now() - t0)
-    if (count < N) throw new Error(`short copy: ${count}`)
+    if (out.length < N) throw new Error(`short read: ${out.length}`)
   }
-  return [median(ours), median(base)]
+  await client.end()
+  return [ours, base]
 }
 
-/** Rows of CSV text (quoted fields may hold newlines and doubled quotes). */
-function* csvRows(text) {
-  let row = []
-  let i = 0
-  while (i < text.length) {
-    if (text[i] === '"') {
-      let j = i + 1
-      let value = ''
-      for (;;) {
-        const q = text.indexOf('"', j)
-        if (text[q + 1] === '"') {
-          value += text.slice(j, q + 1)
-          j = q + 2
-        } else {
-          value += text.slice(j, q)
-          i = q + 1
-          break
-        }
-      }
-      row.push(value)
-    } else {
-      let j = i
-      while (j < text.length && text[j] !== ',' && text[j] !== '\n') j++
-      row.push(text.slice(i, j))
-      i = j
-    }
-    if (text[i] === ',') i++
-    else if (text[i] === '\n' || i >= text.length) {
-      i++
-      yield row
-      row = []
-    }
-  }
-}
-
-/** Turn-by-turn writes through one `psql` session: a prepared INSERT per event, one transaction per batch. */
-async function pgPsqlFlush() {
+/** Turn-by-turn writes through node-postgres: per turn, BEGIN, one `unnest` INSERT of its events, COMMIT. */
+async function pgClientFlush(pg) {
   const schema = `${PG_SCHEMA}_${pgRuns++}`
-  psql(`CREATE SCHEMA ${schema};
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  await client.query(`SET client_min_messages = warning; CREATE SCHEMA ${schema};
     CREATE TABLE ${schema}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, created_at BIGINT NOT NULL,
       cwd TEXT, parent_session TEXT, seed_length BIGINT);
     CREATE TABLE ${schema}.events (session_id TEXT NOT NULL REFERENCES ${schema}.sessions(id) ON DELETE CASCADE,
       seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data TEXT NOT NULL,
       source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq));`)
-  const child = spawn('psql', [PG_URL, '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'pipe', 'inherit'] })
-  child.stdout.setEncoding('utf8')
-  let pending
-  let buffered = ''
-  child.stdout.on('data', (chunk) => {
-    buffered += chunk
-    if (buffered.includes('batch-done')) {
-      buffered = ''
-      pending()
-    }
-  })
-  const run = (sql) => new Promise((resolve) => {
-    pending = resolve
-    child.stdin.write(`${sql}\n\\echo batch-done\n`)
-  })
-  const lit = (v) => {
-    if (v === undefined) return 'NULL'
-    const text = JSON.stringify(v)
-    if (text.includes('$j$')) throw new Error('quote tag in the workload')
-    return `$j$${text}$j$`
-  }
-  await run(`PREPARE ins (text, bigint, text, bigint, text, text, text) AS INSERT INTO ${schema}.events
-    (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES ($1, $2, $3, $4, $5, $6, $7);`)
+  const insert = `INSERT INTO ${schema}.events (session_id, seq, type, time, data, source_event_seqs, surface_op)
+    SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`
   let sum = 0
   for (let t = 0; t < turns.length; t++) {
     const [from, to] = turns[t]
-    let sql = 'BEGIN;'
-    if (t === 0) sql += `INSERT INTO ${schema}.sessions (id, version, created_at, cwd) VALUES ('${ID}', 0, ${HEADER.createdAt}, '${HEADER.cwd}');`
-    for (let i = from; i < to; i++) {
-      const e = events[i]
-      sql += `EXECUTE ins('${ID}', ${e.seq}, $t$${e.type}$t$, ${e.time}, ${lit(e.data)}, ${lit(e.sourceEventSeqs)}, ${lit(e.surfaceOp)});`
-    }
-    sql += 'COMMIT;'
+    // The turn's texts are built inside the window, as a flush stringifies them.
+    await new Promise((resolve) => setImmediate(resolve))
     const t0 = performance.now()
-    await run(sql)
+    await client.query('BEGIN')
+    if (t === 0) {
+      await client.query(`INSERT INTO ${schema}.sessions (id, version, created_at, cwd) VALUES ($1, 0, $2, $3)`, [ID, HEADER.createdAt, HEADER.cwd])
+    }
+    await client.query(insert, [ID, ...rowsOf(from, to)])
+    await client.query('COMMIT')
     sum += performance.now() - t0
   }
-  child.stdin.end()
-  await new Promise((resolve) => child.on('exit', resolve))
+  await client.end()
   return sum
 }
 
+/** min-max of `xs`, as the README's ranges show them. */
+const range = (xs, f = ms) => `${f(Math.min(...xs))}–${f(Math.max(...xs))}`
+
 if (PG_ONLY) {
-  if (PG_URL === undefined) throw new Error('--postgres-only needs DSH_BENCH_PG_URL')
-  console.log(`workload: ${N} events in ${turns.length} turns; PostgreSQL at ${new URL(PG_URL).host}`)
+  let server
+  if (PG_URL === undefined) {
+    const { startServer } = require('../__test__/fixtures-pg/server.cjs')
+    server = await startServer({ settings: { fsync: 'on', synchronous_commit: 'on', max_connections: 50 } })
+    PG_URL = server.url()
+  }
+  const pg = require('pg')
+  const fsync = execFileSync('psql', [PG_URL, '-X', '-A', '-t', '-c', 'SHOW fsync'], { encoding: 'utf8' }).trim()
+  console.log(`workload: ${N} events in ${turns.length} turns; PostgreSQL at ${new URL(PG_URL).host}, fsync ${fsync}${server ? ' (a throwaway server started here)' : ''}`)
   try {
-    const [open, copy] = await pgOpen()
-    const runs = { ours: [], psql: [] }
+    const [open, read] = await pgOpen(pg)
+    const runs = { ours: [], pg: [] }
     for (let r = 0; r < FLUSH_RUNS; r++) {
-      runs.psql.push(await pgPsqlFlush())
+      runs.pg.push(await pgClientFlush(pg))
       runs.ours.push(await flushTurns(pgMake))
     }
+    const ratio = (a, b) => (median(a) / median(b)).toFixed(2)
+    const ratios = (a, b) => range(a.map((x, i) => x / b[i]), (x) => x.toFixed(2))
     console.log('')
-    console.log('| measure | ours ms | baseline | baseline ms | ratio |')
+    console.log(`| measure | ours ms (median, range) | baseline | baseline ms (median, range) | ratio of medians (flush: range of the interleaved runs' ratios) |`)
     console.log('|---|---:|---|---:|---:|')
-    console.log(`| open + first deriveMessages, PostgreSQL | ${ms(open)} | psql COPY out + JSON.parse per event | ${ms(copy)} | ${(open / copy).toFixed(2)}x |`)
-    const [ours, base] = [median(runs.ours), median(runs.psql)]
-    console.log(`| flush turn by turn, PostgreSQL | ${ms(ours)} | psql, prepared INSERT per event, 1 tx per batch | ${ms(base)} | ${(ours / base).toFixed(2)}x |`)
+    console.log(`| open + first deriveMessages, PostgreSQL, ${N} events | ${ms(median(open))} (${range(open)}) | node-postgres SELECT + JSON.parse per event | ${ms(median(read))} (${range(read)}) | ${ratio(open, read)}x |`)
+    console.log(`| flush turn by turn, PostgreSQL, ${N} events, fsync ${fsync} | ${ms(median(runs.ours))} (${range(runs.ours)}) | node-postgres, BEGIN + one unnest INSERT + COMMIT per turn | ${ms(median(runs.pg))} (${range(runs.pg)}) | ${ratio(runs.ours, runs.pg)}x (${ratios(runs.ours, runs.pg)}) |`)
   } finally {
     dropBenchSchemas()
+    server?.stop()
   }
   process.exit(0)
 }

@@ -25,9 +25,13 @@ export interface Holder {
   child: ChildProcess
 }
 
-/** Start a child that holds session `id` of the `kind` store in `dir`. */
-export function spawnHolder(kind: 'jsonl' | 'sqlite' | 'postgres', dir: string, id: string): Promise<Holder> {
-  const child = spawn(process.execPath, [HOLDER, kind, dir, id], { stdio: ['pipe', 'pipe', 'pipe'] })
+/**
+ * Start a child that holds session `id` of the `kind` store in `dir`;
+ * `prefix` runs it through another command (e.g. `unshare`).
+ */
+export function spawnHolder(kind: 'jsonl' | 'sqlite' | 'postgres' | 'pgbouncer', dir: string, id: string, prefix: string[] = []): Promise<Holder> {
+  const [command, ...args] = [...prefix, process.execPath, HOLDER, kind, dir, id]
+  const child = spawn(command!, args, { stdio: ['pipe', 'pipe', 'pipe'] })
   const acked: AnyEvent[] = []
   let buffered = ''
   let stderr = ''

@@ -20,13 +20,25 @@ function pgStore(dir, options = {}) {
   return new PostgresSessionStore({ connectionString: url, schema: pgSchema(dir), ...options })
 }
 
-/** The store of kind `jsonl`, `sqlite` or `postgres` in test directory `dir`. */
+/**
+ * The same store reached through PgBouncer in transaction mode
+ * (DSH_TEST_PGBOUNCER_URL, in front of the same server: same schema).
+ */
+function pgbouncerStore(dir, options = {}) {
+  const { PostgresSessionStore } = require('../../lib/stores.js')
+  const url = process.env.DSH_TEST_PGBOUNCER_URL
+  if (url === undefined) throw new Error('DSH_TEST_PGBOUNCER_URL is unset (bash .ci/run starts PgBouncer and sets it)')
+  return new PostgresSessionStore({ connectionString: url, schema: pgSchema(dir), ...options })
+}
+
+/** The store of kind `jsonl`, `sqlite`, `postgres` or `pgbouncer` in test directory `dir`. */
 function storeOf(kind, dir) {
   const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
   if (kind === 'jsonl') return new JsonlSessionStore({ root: dir })
   if (kind === 'sqlite') return new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
   if (kind === 'postgres') return pgStore(dir)
+  if (kind === 'pgbouncer') return pgbouncerStore(dir)
   throw new Error(`unknown store kind ${JSON.stringify(kind)}`)
 }
 
-module.exports = { pgSchema, pgStore, storeOf }
+module.exports = { pgSchema, pgStore, pgbouncerStore, storeOf }

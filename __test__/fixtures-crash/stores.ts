@@ -28,7 +28,7 @@ export const PG_SKIP = 'PostgreSQL store tests skipped: DSH_TEST_PG_URL is unset
 const places = nodeRequire('./places.cjs') as {
   pgSchema: (dir: string) => string
   pgStore: (dir: string, options?: Record<string, unknown>) => SessionStore
-  storeOf: (kind: 'jsonl' | 'sqlite' | 'postgres', dir: string) => SessionStore
+  storeOf: (kind: 'jsonl' | 'sqlite' | 'postgres' | 'pgbouncer', dir: string) => SessionStore
 }
 /** A schema of its own for each test directory, and the store there. */
 export const { pgSchema, pgStore } = places
@@ -70,7 +70,21 @@ export const STORES = [
     : [{ kind: 'postgres' as const, make: (dir: string): SessionStore => places.storeOf('postgres', dir) }]),
 ]
 if (PG_URL === undefined) console.warn(PG_SKIP)
-export type StoreKind = (typeof STORES)[number]['kind']
+
+/** PgBouncer in transaction mode in front of the test server (.ci/run starts it); unset: those runs skip. */
+export const PGBOUNCER_URL = process.env.DSH_TEST_PGBOUNCER_URL
+/**
+ * The PostgreSQL store through PgBouncer (issue 19): the contract, lease and
+ * two-writer suites run over it as well as over STORES.
+ */
+export const POOLER_STORES =
+  PG_URL === undefined || PGBOUNCER_URL === undefined
+    ? []
+    : [{ kind: 'pgbouncer' as const, make: (dir: string): SessionStore => places.storeOf('pgbouncer', dir) }]
+if (PG_URL !== undefined && PGBOUNCER_URL === undefined) console.warn('PgBouncer runs skipped: DSH_TEST_PGBOUNCER_URL is unset (bash .ci/run starts one)')
+export type StoreKind = (typeof STORES)[number]['kind'] | (typeof POOLER_STORES)[number]['kind']
+/** Whether a store kind is the PostgreSQL store (directly or through PgBouncer). */
+export const isPostgres = (kind: StoreKind): boolean => kind === 'postgres' || kind === 'pgbouncer'
 
 const turnsModule = nodeRequire('./turns.cjs') as {
   T0: number

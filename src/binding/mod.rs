@@ -5,6 +5,7 @@
 pub mod functions;
 pub mod session;
 pub mod store;
+mod threads;
 pub mod tools;
 
 use crate::error::CoreError;

@@ -1,9 +1,12 @@
 //! `NativeStore`: the native half of the stores (lib/stores.js). Every
-//! operation that touches storage is an `AsyncTask` on the libuv pool; its
-//! rejection is an `Error` whose `code` is the `CoreError` code. Only
+//! operation that touches storage is an `AsyncTask` on the libuv pool (for
+//! the PostgreSQL store, a job on threads of the addon's own: see
+//! `threads`); its rejection is an `Error` whose `code` is the `CoreError`
+//! code. Only
 //! `cursor` and `locate` (no I/O) run on the main thread.
 
 use super::session::{new_token, FlushSource, NativeSession};
+use super::threads;
 use super::throw;
 use crate::error::{CoreError, CoreResult};
 use crate::log::Log;
@@ -42,18 +45,93 @@ pub struct StoreTask<O: Send + 'static, J> {
     failure: Option<CoreError>,
 }
 
+/// A store operation as the promise JS gets: an `AsyncTask` on the libuv
+/// pool, or, with `own_thread`, a job on the addon's own threads that
+/// settles a deferred promise.
+pub struct StorePromise<O: Send + 'static, J> {
+    task: StoreTask<O, J>,
+    own_thread: bool,
+}
+
+impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> ToNapiValue for StorePromise<O, J> {
+    unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let StorePromise {
+            mut task,
+            own_thread,
+        } = val;
+        let work = match task.work.take() {
+            Some(work) if own_thread => work,
+            work => {
+                task.work = work;
+                return AsyncTask::to_napi_value(raw, AsyncTask::new(task));
+            }
+        };
+        let env = Env::from_raw(raw);
+        type Resolver<J> = Box<dyn FnOnce(Env) -> Result<J>>;
+        let (deferred, promise) = env.create_deferred::<J, Resolver<J>>()?;
+        let convert = task.convert;
+        let job: Box<dyn FnOnce() + Send> = Box::new(move || {
+            let out =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+                    Err(CoreError::Internal(
+                        "a store operation failed unexpectedly (its thread panicked)".into(),
+                    ))
+                });
+            deferred.resolve(Box::new(move |env: Env| match out {
+                Ok(o) => Ok(convert(o)),
+                Err(e) => Err(coded_error(&env, &e)),
+            }));
+        });
+        if let Err(job) = threads::spawn(job) {
+            // No thread could be started: the libuv pool runs it.
+            let _ = env.spawn(Detached(Some(job)));
+        }
+        Ok(promise.raw())
+    }
+}
+
+impl<O: Send + 'static, J> TypeName for StorePromise<O, J> {
+    fn type_name() -> &'static str {
+        "Promise"
+    }
+
+    fn value_type() -> napi::ValueType {
+        napi::ValueType::Object
+    }
+}
+
+/// A job that settles its own promise, run on the libuv pool.
+struct Detached(Option<Box<dyn FnOnce() + Send>>);
+
+impl Task for Detached {
+    type Output = ();
+    type JsValue = ();
+
+    fn compute(&mut self) -> Result<()> {
+        if let Some(job) = self.0.take() {
+            job();
+        }
+        Ok(())
+    }
+
+    fn resolve(&mut self, _env: Env, _output: ()) -> Result<()> {
+        Ok(())
+    }
+}
+
 fn task<O: Send + 'static, J>(
+    own_thread: bool,
     convert: fn(O) -> J,
     work: impl FnOnce() -> CoreResult<O> + Send + 'static,
-) -> AsyncTask<StoreTask<O, J>>
-where
-    StoreTask<O, J>: Task,
-{
-    AsyncTask::new(StoreTask {
-        work: Some(Box::new(work)),
-        convert,
-        failure: None,
-    })
+) -> StorePromise<O, J> {
+    StorePromise {
+        task: StoreTask {
+            work: Some(Box::new(work)),
+            convert,
+            failure: None,
+        },
+        own_thread,
+    }
 }
 
 fn same<T>(t: T) -> T {
@@ -136,6 +214,8 @@ fn listed_json(listed: Vec<Listed>) -> String {
 pub struct NativeStore {
     store: Arc<dyn SessionStore>,
     jsonl: Option<Arc<Store<JsonlBackend>>>,
+    /// Its operations wait on a network: they run on threads of their own.
+    own_threads: bool,
 }
 
 fn key(id: String, file: String) -> Key {
@@ -151,6 +231,7 @@ impl NativeStore {
         NativeStore {
             store: store.clone(),
             jsonl: Some(store),
+            own_threads: false,
         }
     }
 
@@ -169,6 +250,7 @@ impl NativeStore {
         Ok(NativeStore {
             store: Arc::new(Store::new(SqliteBackend::new(path, journal_mode))),
             jsonl: None,
+            own_threads: false,
         })
     }
 
@@ -197,6 +279,7 @@ impl NativeStore {
         Ok(NativeStore {
             store: Arc::new(Store::new(backend)),
             jsonl: None,
+            own_threads: true,
         })
     }
 
@@ -208,22 +291,21 @@ impl NativeStore {
         id: String,
         file: String,
         header_json: String,
-    ) -> Result<AsyncTask<StoreTask<(), ()>>> {
+    ) -> Result<StorePromise<(), ()>> {
         let header = SessionHeader::from_json(&id, &header_json).map_err(|e| throw(&env, e))?;
         let store = self.store.clone();
-        Ok(task(same, move || store.create(&key(id, file), header)))
+        Ok(task(self.own_threads, same, move || {
+            store.create(&key(id, file), header)
+        }))
     }
 
     /// Append one batch (a JSON array of snapshotted events) durably.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn append(
-        &self,
-        id: String,
-        file: String,
-        batch_json: String,
-    ) -> AsyncTask<StoreTask<(), ()>> {
+    pub fn append(&self, id: String, file: String, batch_json: String) -> StorePromise<(), ()> {
         let store = self.store.clone();
-        task(same, move || store.append(&key(id, file), &batch_json))
+        task(self.own_threads, same, move || {
+            store.append(&key(id, file), &batch_json)
+        })
     }
 
     /// Repair-load a stored session: `{"meta", "events"}` as JSON text.
@@ -235,10 +317,10 @@ impl NativeStore {
         id: String,
         file: String,
         writer: Option<bool>,
-    ) -> AsyncTask<StoreTask<String, String>> {
+    ) -> StorePromise<String, String> {
         let store = self.store.clone();
         let writer = writer.unwrap_or(false);
-        task(same, move || {
+        task(self.own_threads, same, move || {
             let key = key(id, file);
             loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
         })
@@ -248,13 +330,10 @@ impl NativeStore {
     /// the load is the writer's, the store knows that session's log is the
     /// stored log (its first flush writes only what it appends).
     #[napi(ts_return_type = "Promise<NativeSession>")]
-    pub fn open(
-        &self,
-        id: String,
-        file: String,
-    ) -> AsyncTask<StoreTask<(Log, u64), NativeSession>> {
+    pub fn open(&self, id: String, file: String) -> StorePromise<(Log, u64), NativeSession> {
         let store = self.store.clone();
         task(
+            self.own_threads,
             |(log, token)| NativeSession::with_token(log, token),
             move || {
                 let key = key(id, file);
@@ -293,10 +372,10 @@ impl NativeStore {
         to: f64,
         live_from: f64,
         live: Vec<Buffer>,
-    ) -> AsyncTask<StoreTask<f64, f64>> {
+    ) -> StorePromise<f64, f64> {
         let store = self.store.clone();
         let (token, header, prefix) = (source.token, source.header.clone(), source.prefix.clone());
-        task(same, move || {
+        task(self.own_threads, same, move || {
             let mut lines = String::with_capacity(live.iter().map(|b| b.len()).sum());
             for part in &live {
                 lines.push_str(
@@ -329,9 +408,9 @@ impl NativeStore {
 
     /// Every stored header: `[{"file"?, "header"}]` as JSON text.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn list(&self) -> AsyncTask<StoreTask<Vec<Listed>, String>> {
+    pub fn list(&self) -> StorePromise<Vec<Listed>, String> {
         let store = self.store.clone();
-        task(listed_json, move || store.list())
+        task(self.own_threads, listed_json, move || store.list())
     }
 
     /// The JSONL path of a session with this cwd and encoded id (no I/O).
@@ -349,9 +428,9 @@ impl NativeStore {
 
     /// Release files and the database; later operations reject.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close(&self) -> AsyncTask<StoreTask<(), ()>> {
+    pub fn close(&self) -> StorePromise<(), ()> {
         let store = self.store.clone();
-        task(same, move || {
+        task(self.own_threads, same, move || {
             store.close();
             Ok(())
         })

@@ -13,25 +13,39 @@
 //! Rows become events with the SQLite store's splice and column checks, and
 //! are repaired by the shared load (`store::load`).
 
+mod conn;
+mod schema;
+mod tls;
+
 use super::load::{self, Place, Repaired};
 use super::sqlite::{columns, complete_spliced, header_of, values_text, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{CoreError, CoreResult};
 use crate::session_header::SessionHeader;
-use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Row, Transaction};
+use conn::{Conn, ConnectFailure, Failure, Params};
 use rusqlite::types::{Value as SqlValue, ValueRef};
+use schema::{schema_sql, schema_tables_sql, Found, TABLES};
 use serde_json::Value;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
+use tls::TlsOptions;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
+use tokio_postgres::{Config, Row};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// A connection idle in the pool this long is checked (one empty query)
 /// before use: the server may have closed it (a restart, an idle timeout,
 /// a pooler recycling it). Sooner, the check would cost a round trip per
 /// operation of a busy store.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// How much longer than `statement_timeout` the client waits for an
+/// answer: the server's own timeout answers first (a `PG` error naming it)
+/// whenever the server is running at all.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 /// The `schema_version` row of `dsh_meta` this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -60,7 +74,7 @@ pub struct PgHandle {
 
 struct PoolState {
     /// Idle connections and when each was returned.
-    idle: Vec<(Client, Instant)>,
+    idle: Vec<(Conn, Instant)>,
     /// Connections open or being opened, idle ones included.
     open: usize,
     closed: bool,
@@ -69,14 +83,14 @@ struct PoolState {
 /// A connection of the pool, returned to it when dropped (unless broken).
 struct Pooled<'a> {
     backend: &'a PostgresBackend,
-    client: Option<Client>,
+    conn: Option<Conn>,
     /// Idle in the pool for a while (the server may have closed it since).
     reused: bool,
 }
 
 impl Pooled<'_> {
-    fn client(&mut self) -> CoreResult<&mut Client> {
-        self.client
+    fn conn(&mut self) -> CoreResult<&mut Conn> {
+        self.conn
             .as_mut()
             .ok_or_else(|| CoreError::Closed("session store is closed".into()))
     }
@@ -85,10 +99,8 @@ impl Pooled<'_> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         let mut state = lock(&self.backend.pool);
-        match self.client.take() {
-            Some(client) if !client.is_closed() && !state.closed => {
-                state.idle.push((client, Instant::now()))
-            }
+        match self.conn.take() {
+            Some(conn) if conn.usable() && !state.closed => state.idle.push((conn, Instant::now())),
             _ => state.open = state.open.saturating_sub(1),
         }
         drop(state);
@@ -102,13 +114,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 pub struct PostgresBackend {
     config: Config,
+    tls: TlsOptions,
+    /// The TLS configuration, built (its files read) on the first connection.
+    connector: Mutex<Option<MakeRustlsConnect>>,
     options: PgOptions,
     /// The schema name quoted as an SQL identifier.
     schema: String,
     /// How messages name the database (no password).
     name: String,
-    /// This store's lease holder id (unique per store object), host and pid.
-    holder: String,
+    /// The host names a TLS message names (the first one).
+    host_for_tls: String,
+    /// This store's lease holder id (unique per store object) without its
+    /// process space, host and pid.
+    holder_base: String,
+    holder: OnceLock<String>,
     host: String,
     pid: i64,
     pool: Mutex<PoolState>,
@@ -138,6 +157,37 @@ fn host_name() -> String {
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Which kernel and PID namespace this process's pids belong to: the boot
+/// id and the PID namespace's inode (`<boot id>.<inode>`), or `None` where
+/// they cannot be read. Two processes whose pids can be compared (a holder
+/// seen dead by `kill(pid, 0)` is dead) have the same one; a process of
+/// another container sharing the host's name and network does not.
+fn process_space() -> Option<&'static str> {
+    static SPACE: OnceLock<Option<String>> = OnceLock::new();
+    SPACE
+        .get_or_init(|| {
+            let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+            let ns = std::fs::read_link("/proc/self/ns/pid").ok()?;
+            let ns = ns
+                .to_str()?
+                .strip_prefix("pid:[")?
+                .strip_suffix(']')?
+                .to_string();
+            let boot = boot.trim();
+            (!boot.is_empty() && ns.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| format!("{boot}.{ns}"))
+        })
+        .as_deref()
+}
+
+/// The process space a lease holder id names (after its last `@`).
+fn space_of(holder: &str) -> Option<&str> {
+    holder
+        .rsplit_once('@')
+        .map(|(_, s)| s)
+        .filter(|s| !s.is_empty())
 }
 
 /// Whether process `pid` of this host still runs (a dead holder's lease is
@@ -182,6 +232,8 @@ fn check_id(id: &str) -> CoreResult<()> {
 
 /// Who holds a lease, as a refusal names it.
 struct Holder {
+    /// The holder's id (its process space after `@`).
+    id: String,
     host: String,
     pid: i64,
     epoch: i64,
@@ -192,26 +244,66 @@ struct Holder {
 impl Holder {
     fn of(row: &Row) -> Holder {
         Holder {
-            host: row.try_get(0).unwrap_or_default(),
-            pid: row.try_get(1).unwrap_or_default(),
-            epoch: row.try_get(2).unwrap_or_default(),
-            expires_in: row.try_get(3).unwrap_or_default(),
+            id: row.try_get(0).unwrap_or_default(),
+            host: row.try_get(1).unwrap_or_default(),
+            pid: row.try_get(2).unwrap_or_default(),
+            epoch: row.try_get(3).unwrap_or_default(),
+            expires_in: row.try_get(4).unwrap_or_default(),
         }
+    }
+}
+
+/// An open transaction on a pooled connection: every statement waits at
+/// most the statement deadline.
+struct Tx<'a> {
+    backend: &'a PostgresBackend,
+    conn: &'a mut Conn,
+}
+
+impl Tx<'_> {
+    fn query(&mut self, sql: &str, params: &Params<'_>) -> CoreResult<Vec<Row>> {
+        let deadline = self.backend.statement_deadline();
+        self.conn
+            .query(sql, params, deadline)
+            .map_err(|f| self.backend.fail(f))
+    }
+
+    /// The first row, if any (every caller selects by a key).
+    fn query_opt(&mut self, sql: &str, params: &Params<'_>) -> CoreResult<Option<Row>> {
+        Ok(self.query(sql, params)?.into_iter().next())
+    }
+
+    fn query_one(&mut self, sql: &str, params: &Params<'_>) -> CoreResult<Row> {
+        self.query_opt(sql, params)?.ok_or_else(|| {
+            CoreError::Pg(format!(
+                "{}: a statement that returns one row returned none",
+                self.backend.name
+            ))
+        })
+    }
+
+    fn batch(&mut self, sql: &str) -> CoreResult<()> {
+        let deadline = self.backend.statement_deadline();
+        self.conn
+            .batch(sql, deadline)
+            .map_err(|f| self.backend.fail(f))
     }
 }
 
 impl PostgresBackend {
     pub fn new(options: PgOptions) -> CoreResult<PostgresBackend> {
-        let mut config = Config::from_str(&options.connection_string).map_err(|e| {
+        let (rest, tls) = tls::split(&options.connection_string)?;
+        let mut config = Config::from_str(&rest).map_err(|e| {
             CoreError::InvalidArgument(format!(
                 "PostgresSessionStore connectionString is not a valid PostgreSQL connection string: {e}"
             ))
         })?;
+        config.ssl_mode(tls.client_mode());
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
         }
         // A server that vanishes without closing the connection is noticed
-        // by TCP keepalives, so no call waits on it forever.
+        // by TCP keepalives; one that stops answering, by the deadlines.
         config
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(10))
@@ -228,11 +320,15 @@ impl PostgresBackend {
             .iter()
             .zip(config.get_ports().iter().chain(std::iter::repeat(&5432)))
             .map(|(h, p)| match h {
-                postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
+                tokio_postgres::config::Host::Tcp(h) => format!("{h}:{p}"),
                 #[cfg(unix)]
-                postgres::config::Host::Unix(path) => format!("{}:{p}", path.display()),
+                tokio_postgres::config::Host::Unix(path) => format!("{}:{p}", path.display()),
             })
             .collect();
+        let host_for_tls = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+            _ => "localhost".to_string(),
+        };
         let name = format!(
             "PostgreSQL database \"{}\" on {} (schema \"{}\")",
             config.get_dbname().or(config.get_user()).unwrap_or(""),
@@ -247,11 +343,15 @@ impl PostgresBackend {
         let pid = i64::from(std::process::id());
         Ok(PostgresBackend {
             schema: ident(&options.schema),
-            holder: new_holder(&host, pid),
+            holder_base: new_holder(&host, pid),
+            holder: OnceLock::new(),
             host,
             pid,
             name,
+            host_for_tls,
             config,
+            tls,
+            connector: Mutex::new(None),
             pool: Mutex::new(PoolState {
                 idle: Vec::new(),
                 open: 0,
@@ -274,6 +374,21 @@ impl PostgresBackend {
         })
     }
 
+    /// This store's lease holder id: unique per store object, naming its
+    /// host, pid and process space (`host/pid/unique@space`).
+    fn holder(&self) -> &str {
+        self.holder.get_or_init(|| match process_space() {
+            Some(space) => format!("{}@{space}", self.holder_base),
+            None => self.holder_base.clone(),
+        })
+    }
+
+    /// Whether a lease holder is a process whose pid this process can
+    /// check: the same kernel (boot) and PID namespace.
+    fn same_space(&self, h: &Holder) -> bool {
+        matches!((space_of(&h.id), process_space()), (Some(a), Some(b)) if a == b)
+    }
+
     /// Session `id` read and repaired in memory, with how many rows it
     /// has; `None` when it is not stored. Writes nothing.
     pub fn read_log(&self, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
@@ -293,8 +408,25 @@ impl PostgresBackend {
         Ok(listed)
     }
 
+    /// How long the client waits for the answer to one statement.
+    fn statement_deadline(&self) -> Duration {
+        self.options.statement_timeout + DEADLINE_MARGIN
+    }
+
+    /// How long opening a connection may take, all of it: the connect
+    /// timeout (the URL's `connect_timeout`, else `connectTimeoutMs`) for
+    /// each host the connection string names.
+    fn connect_deadline(&self) -> Duration {
+        let each = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(self.options.connect_timeout);
+        each * self.config.get_hosts().len().max(1) as u32
+    }
+
     /// A PostgreSQL error as a `CoreError` naming the database.
-    fn err(&self, e: postgres::Error) -> CoreError {
+    fn err(&self, e: tokio_postgres::Error) -> CoreError {
         if let Some(db) = e.as_db_error() {
             if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE
             {
@@ -315,30 +447,71 @@ impl PostgresBackend {
         CoreError::Pg(format!("{}: {}", self.name, with_sources(&e)))
     }
 
-    fn connect(&self) -> CoreResult<Client> {
-        self.config.connect(NoTls).map_err(|e| {
-            CoreError::PgConnect(format!(
-                "cannot connect to {}: {}",
-                self.name,
-                with_sources(&e)
-            ))
+    /// A failed wait as a `CoreError`.
+    fn fail(&self, f: Failure) -> CoreError {
+        match f {
+            Failure::Pg(e) => self.err(e),
+            Failure::TimedOut(after) => CoreError::Pg(self.no_answer(after)),
+        }
+    }
+
+    fn no_answer(&self, after: Duration) -> String {
+        format!(
+            "{}: no answer from the server within {} ms (statementTimeoutMs {} plus {} ms); the connection was dropped",
+            self.name,
+            after.as_millis(),
+            self.options.statement_timeout.as_millis(),
+            DEADLINE_MARGIN.as_millis()
+        )
+    }
+
+    /// A new connection: TCP, TLS, authentication and a first query, all
+    /// within the connect deadline.
+    fn connect(&self) -> CoreResult<Conn> {
+        let cannot =
+            |why: String| CoreError::PgConnect(format!("cannot connect to {}: {why}", self.name));
+        let connector = {
+            let mut cached = lock(&self.connector);
+            match &*cached {
+                Some(c) => Some(c.clone()),
+                None => match self.tls.connector() {
+                    Ok(Some(c)) => {
+                        *cached = Some(c.clone());
+                        Some(c)
+                    }
+                    Ok(None) => None,
+                    Err(e) => return Err(cannot(e.to_string())),
+                },
+            }
+        };
+        let deadline = self.connect_deadline();
+        Conn::open(&self.config, connector, deadline).map_err(|f| match f {
+            ConnectFailure::Pg(e) => cannot(match self.tls.explain(&e, &self.host_for_tls) {
+                Some(why) => why,
+                None => with_sources(&e),
+            }),
+            ConnectFailure::TimedOut(after) => cannot(format!(
+                "no answer within {} ms (connectTimeoutMs covers TCP, TLS, authentication and a first query)",
+                after.as_millis()
+            )),
+            ConnectFailure::Setup(why) => cannot(why),
         })
     }
 
     /// A connection: an idle one, a new one while the pool has room, else
     /// the first one returned (waiting at most a statement and a connect).
     fn get(&self) -> CoreResult<Pooled<'_>> {
-        let deadline =
-            Instant::now() + self.options.statement_timeout + self.options.connect_timeout;
+        let wait = self.statement_deadline() + self.connect_deadline();
+        let deadline = Instant::now() + wait;
         let mut state = lock(&self.pool);
         loop {
             if state.closed {
                 return Err(CoreError::Closed("session store is closed".into()));
             }
-            if let Some((client, since)) = state.idle.pop() {
+            if let Some((conn, since)) = state.idle.pop() {
                 return Ok(Pooled {
                     backend: self,
-                    client: Some(client),
+                    conn: Some(conn),
                     reused: since.elapsed() >= IDLE_CHECK,
                 });
             }
@@ -352,7 +525,7 @@ impl PostgresBackend {
                 return Err(CoreError::Pg(format!(
                     "{}: no pooled connection was free within {} ms (poolSize {})",
                     self.name,
-                    (self.options.statement_timeout + self.options.connect_timeout).as_millis(),
+                    wait.as_millis(),
                     self.options.pool_size
                 )));
             }
@@ -367,13 +540,15 @@ impl PostgresBackend {
     /// A new connection counted in the pool's `open` already.
     fn opened(&self) -> CoreResult<Pooled<'_>> {
         match self.connect() {
-            Ok(client) => Ok(Pooled {
+            Ok(conn) => Ok(Pooled {
                 backend: self,
-                client: Some(client),
+                conn: Some(conn),
                 reused: false,
             }),
             Err(e) => {
-                lock(&self.pool).open -= 1;
+                let mut state = lock(&self.pool);
+                state.open = state.open.saturating_sub(1);
+                drop(state);
                 self.freed.notify_one();
                 Err(e)
             }
@@ -401,57 +576,92 @@ impl PostgresBackend {
 
     /// Run `f` in a transaction (statement and lock timeouts set for it
     /// alone) and commit; an error rolls it back.
-    fn tx<T>(&self, f: impl FnOnce(&mut Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
+    fn tx<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> CoreResult<T>) -> CoreResult<T> {
         self.tx_then(f, true)
     }
 
-    /// `tx`; without `commit`, roll back (a read that must write nothing).
-    fn tx_then<T>(
-        &self,
-        f: impl FnOnce(&mut Transaction<'_>) -> CoreResult<T>,
-        commit: bool,
-    ) -> CoreResult<T> {
+    /// A pooled connection that answers: one idle for a while is checked
+    /// first, and replaced once when the server closed it meanwhile. A
+    /// check with no answer fails (`PG`): the server is not answering.
+    fn live(&self) -> CoreResult<Pooled<'_>> {
         let mut conn = self.get()?;
-        self.ensure_schema(conn.client()?)?;
         if conn.reused {
-            // An idle connection the server closed (a restart, an idle
-            // timeout, a pooler recycling it) fails at BEGIN, before any of
-            // this work: open a new one instead, once.
             // Closed: an I/O error, or the server's last word on it (a
             // connection exception, an administrator's shutdown or kill).
-            let stale = match conn.client()?.batch_execute("") {
+            let deadline = self.statement_deadline();
+            let stale = match conn.conn()?.batch("", deadline) {
                 Ok(()) => false,
-                Err(e) => match e.as_db_error().map(|db| db.code().code()) {
+                Err(Failure::TimedOut(after)) => return Err(CoreError::Pg(self.no_answer(after))),
+                Err(Failure::Pg(e)) => match e.as_db_error().map(|db| db.code().code()) {
                     None => true,
                     Some(code) if code.starts_with("08") || code.starts_with("57P") => true,
                     Some(_) => return Err(self.err(e)),
                 },
             };
             if stale {
-                conn.client = None;
+                conn.conn = None;
                 drop(conn);
                 conn = self.get_new()?;
             }
         }
-        let client = conn.client()?;
-        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        Ok(conn)
+    }
+
+    /// `tx`; without `commit`, roll back (a read that must write nothing).
+    /// A COMMIT whose answer is lost (the connection broke or the deadline
+    /// passed after it was sent) is a `PG` error saying the outcome is
+    /// unknown: the server may have committed.
+    fn tx_then<T>(
+        &self,
+        f: impl FnOnce(&mut Tx<'_>) -> CoreResult<T>,
+        commit: bool,
+    ) -> CoreResult<T> {
+        let mut pooled = self.live()?;
+        let conn = pooled.conn()?;
+        self.ensure_schema(conn)?;
+        let mut tx = Tx {
+            backend: self,
+            conn,
+        };
         let ms = self.options.statement_timeout.as_millis();
-        tx.batch_execute(&format!(
-            "SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}"
-        ))
-        .map_err(|e| self.err(e))?;
-        let out = f(&mut tx)?;
-        if commit {
-            tx.commit().map_err(|e| self.err(e))?;
-        } else {
-            tx.rollback().map_err(|e| self.err(e))?;
+        tx.batch(&format!(
+            "BEGIN; SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}"
+        ))?;
+        let out = match f(&mut tx) {
+            Ok(out) => out,
+            Err(e) => {
+                // A broken connection is dropped, not rolled back.
+                if tx.conn.usable() {
+                    let _ = tx.batch("ROLLBACK");
+                }
+                return Err(e);
+            }
+        };
+        if !commit {
+            tx.batch("ROLLBACK")?;
+            return Ok(out);
         }
-        Ok(out)
+        match tx.conn.batch("COMMIT", self.statement_deadline()) {
+            Ok(()) => Ok(out),
+            Err(Failure::Pg(e)) if e.as_db_error().is_some() => Err(self.err(e)),
+            Err(f) => {
+                let why = match f {
+                    Failure::Pg(e) => format!("the connection failed: {}", with_sources(&e)),
+                    Failure::TimedOut(after) => {
+                        format!("no answer within {} ms", after.as_millis())
+                    }
+                };
+                Err(CoreError::Pg(format!(
+                    "{}: the outcome of COMMIT is unknown ({why}); the write may or may not be stored",
+                    self.name
+                )))
+            }
+        }
     }
 
     /// Create the schema's tables on first use, or check the version of
     /// those there: `dsh_meta.schema_version` must be `SCHEMA_VERSION`.
-    fn ensure_schema(&self, client: &mut Client) -> CoreResult<()> {
+    fn ensure_schema(&self, conn: &mut Conn) -> CoreResult<()> {
         let mut ready = lock(&self.ready);
         if *ready {
             return Ok(());
@@ -461,59 +671,89 @@ impl PostgresBackend {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.create_schema(client) {
-                Err(CoreError::Pg(_)) if tries < 3 && !self.read_only => continue,
-                Err(e) => return Err(e),
+            let mut tx = Tx {
+                backend: self,
+                conn: &mut *conn,
+            };
+            match self.create_schema(&mut tx) {
                 Ok(()) => break,
+                Err(e) => {
+                    if tx.conn.usable() {
+                        let _ = tx.batch("ROLLBACK");
+                    }
+                    match e {
+                        CoreError::Pg(_) if tries < 3 && !self.read_only && conn.usable() => {
+                            continue
+                        }
+                        e => return Err(e),
+                    }
+                }
             }
         }
         *ready = true;
         Ok(())
     }
 
-    fn create_schema(&self, client: &mut Client) -> CoreResult<()> {
-        let s = &self.schema;
-        let mut tx = client.transaction().map_err(|e| self.err(e))?;
-        let ms = self.options.statement_timeout.as_millis();
-        tx.batch_execute(&format!("SET LOCAL statement_timeout = {ms}"))
-            .map_err(|e| self.err(e))?;
-        if self.read_only {
-            let meta = format!("{s}.dsh_meta");
-            let present = tx
-                .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
-                .and_then(|r| r.try_get::<_, bool>(0))
-                .map_err(|e| self.err(e))?;
-            if !present {
-                return Err(CoreError::NotFound(format!(
-                    "{} holds no session store tables",
-                    self.name
-                )));
-            }
+    /// The store's tables present in the schema, with their columns.
+    fn found(&self, tx: &mut Tx<'_>) -> CoreResult<Found> {
+        let rows = tx.query(
+            "SELECT c.relname::text, c.relkind::text, a.attname::text, format_type(a.atttypid, a.atttypmod) \
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+             WHERE n.nspname = $1 AND c.relname IN ('dsh_meta', 'sessions', 'events', 'leases') \
+             ORDER BY c.relname, a.attnum",
+            &[(&self.options.schema, Type::TEXT)],
+        )?;
+        let mut found = Found::default();
+        for row in &rows {
+            let table: String = row.try_get(0).unwrap_or_default();
+            let kind: String = row.try_get(1).unwrap_or_default();
+            let column: Option<(String, String)> = row
+                .try_get::<_, Option<String>>(2)
+                .ok()
+                .flatten()
+                .zip(row.try_get::<_, Option<String>>(3).ok().flatten());
+            found.add(table, kind.chars().next().unwrap_or('?'), column);
         }
-        let exists = tx
-            .query_opt(
-                "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
-                &[&self.options.schema],
-            )
-            .map_err(|e| self.err(e))?
-            .is_some();
-        if !exists {
-            tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {s}"))
-                .map_err(|e| self.err(e))?;
-        }
-        tx.batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {s}.dsh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        Ok(found)
+    }
+
+    fn foreign_error(&self, (table, shown): (String, String)) -> CoreError {
+        CoreError::UnsupportedVersion(format!(
+            "{} holds a table \"{table}\" that is not this store's ({shown}); nothing was created in it: use another schema",
+            self.name
         ))
-        .map_err(|e| self.err(e))?;
-        let version: Option<String> = tx
-            .query_opt(
+    }
+
+    fn create_schema(&self, tx: &mut Tx<'_>) -> CoreResult<()> {
+        let s = &self.schema;
+        let ms = self.options.statement_timeout.as_millis();
+        tx.batch(&format!("BEGIN; SET LOCAL statement_timeout = {ms}"))?;
+        // Nothing is created before the schema's tables are known to be
+        // this store's, or absent.
+        let found = self.found(tx)?;
+        if let Some(foreign) = found.foreign(Some("dsh_meta")) {
+            return Err(self.foreign_error(foreign));
+        }
+        let version: Option<String> = if found.has("dsh_meta") {
+            tx.query_opt(
                 &format!("SELECT value FROM {s}.dsh_meta WHERE key = 'schema_version'"),
                 &[],
-            )
-            .map_err(|e| self.err(e))?
-            .and_then(|r| r.try_get(0).ok());
+            )?
+            .and_then(|r| r.try_get(0).ok())
+        } else {
+            None
+        };
         match version {
-            Some(v) if v.trim() == SCHEMA_VERSION.to_string() => {}
+            Some(v) if v.trim() == SCHEMA_VERSION.to_string() => {
+                if let Some(foreign) = found.foreign(None) {
+                    return Err(self.foreign_error(foreign));
+                }
+                if found.len() < TABLES.len() && !self.read_only {
+                    // Stamped, a table dropped since: made again.
+                    tx.batch(&schema_tables_sql(s))?;
+                }
+            }
             Some(v) => {
                 return Err(CoreError::UnsupportedVersion(format!(
                     "session database {} has schema version {v}, incompatible with this build ({SCHEMA_VERSION})",
@@ -527,23 +767,33 @@ impl PostgresBackend {
                 )))
             }
             None => {
-                tx.batch_execute(&schema_sql(s)).map_err(|e| self.err(e))?;
+                if let Some(foreign) = found.foreign(None) {
+                    return Err(self.foreign_error(foreign));
+                }
+                let exists = tx
+                    .query_opt(
+                        "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1",
+                        &[(&self.options.schema, Type::TEXT)],
+                    )?
+                    .is_some();
+                if !exists {
+                    tx.batch(&format!("CREATE SCHEMA IF NOT EXISTS {s}"))?;
+                }
+                tx.batch(&schema_sql(s))?;
             }
         }
-        tx.commit().map_err(|e| self.err(e))
+        tx.batch("COMMIT")
     }
 
     /// The header of session `id`, or `None`.
-    fn header(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<SessionHeader>> {
-        let row = tx
-            .query_opt(
-                &format!(
-                    "SELECT version, created_at, cwd, parent_session, seed_length FROM {}.sessions WHERE id = $1",
-                    self.schema
-                ),
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?;
+    fn header(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<SessionHeader>> {
+        let row = tx.query_opt(
+            &format!(
+                "SELECT version, created_at, cwd, parent_session, seed_length FROM {}.sessions WHERE id = $1",
+                self.schema
+            ),
+            &[(&id, Type::TEXT)],
+        )?;
         let Some(row) = row else {
             return Ok(None);
         };
@@ -551,20 +801,18 @@ impl PostgresBackend {
     }
 
     /// Read session `id` and repair it in memory; `None` when not stored.
-    fn read(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
+    fn read(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
         let Some(header) = self.header(tx, id)? else {
             return Ok(None);
         };
-        let rows = tx
-            .query(
-                &format!(
-                    "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
-                     WHERE session_id = $1 ORDER BY seq",
-                    self.schema
-                ),
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?;
+        let rows = tx.query(
+            &format!(
+                "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
+                 WHERE session_id = $1 ORDER BY seq",
+                self.schema
+            ),
+            &[(&id, Type::TEXT)],
+        )?;
         let mut spliced = SplicedRows::new();
         // About the texts' size: the data columns and an envelope each.
         spliced.reserve(
@@ -585,66 +833,77 @@ impl PostgresBackend {
     }
 
     /// Take the lease of session `id` for this store (a new epoch), or say
-    /// who holds it (`SESSION_IN_USE`). A lease whose expiry passed, or
-    /// whose holder is a process of this host that no longer runs, is taken
-    /// over.
-    fn acquire(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<i64> {
+    /// who holds it (`SESSION_IN_USE`). A lease whose expiry passed is
+    /// taken over, and so is one whose holder is provably dead: a process
+    /// of this kernel and PID namespace (its holder id says so) that no
+    /// longer runs. Any other holder, another host's or another
+    /// container's, is waited out to its expiry.
+    fn acquire(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<i64> {
         let s = &self.schema;
         let ms = self.options.lease.as_millis() as i64;
-        let taken = tx
-            .query_opt(
-                &format!(
-                    "INSERT INTO {s}.leases AS l (session_id, holder, host, pid, epoch, expires_at) \
-                     VALUES ($1, $2, $3, $4, 1, clock_timestamp() + $5::bigint * interval '1 millisecond') \
-                     ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, host = excluded.host, \
-                       pid = excluded.pid, epoch = l.epoch + 1, expires_at = excluded.expires_at \
-                     WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp() \
-                     RETURNING epoch"
-                ),
-                &[&id, &self.holder, &self.host, &self.pid, &ms],
-            )
-            .map_err(|e| self.err(e))?;
+        let holder = self.holder();
+        let taken = tx.query_opt(
+            &format!(
+                "INSERT INTO {s}.leases AS l (session_id, holder, host, pid, epoch, expires_at) \
+                 VALUES ($1, $2, $3, $4, 1, clock_timestamp() + $5::bigint * interval '1 millisecond') \
+                 ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, host = excluded.host, \
+                   pid = excluded.pid, epoch = l.epoch + 1, expires_at = excluded.expires_at \
+                 WHERE l.holder = excluded.holder OR l.expires_at <= clock_timestamp() \
+                 RETURNING epoch"
+            ),
+            &[
+                (&id, Type::TEXT),
+                (&holder, Type::TEXT),
+                (&self.host, Type::TEXT),
+                (&self.pid, Type::INT8),
+                (&ms, Type::INT8),
+            ],
+        )?;
         if let Some(row) = taken {
             return row.try_get(0).map_err(|e| self.err(e));
         }
-        let holder = self.holder_of(tx, id)?;
-        if let Some(h) = &holder {
-            if h.host == self.host && h.pid != self.pid && !process_alive(h.pid) {
-                let taken = tx
-                    .query_opt(
-                        &format!(
-                            "UPDATE {s}.leases SET holder = $2, host = $3, pid = $4, epoch = epoch + 1, \
-                               expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond' \
-                             WHERE session_id = $1 AND epoch = $6 RETURNING epoch"
-                        ),
-                        &[&id, &self.holder, &self.host, &self.pid, &ms, &h.epoch],
-                    )
-                    .map_err(|e| self.err(e))?;
+        let current = self.holder_of(tx, id)?;
+        if let Some(h) = &current {
+            if self.same_space(h) && h.pid != self.pid && !process_alive(h.pid) {
+                let taken = tx.query_opt(
+                    &format!(
+                        "UPDATE {s}.leases SET holder = $2, host = $3, pid = $4, epoch = epoch + 1, \
+                           expires_at = clock_timestamp() + $5::bigint * interval '1 millisecond' \
+                         WHERE session_id = $1 AND epoch = $6 RETURNING epoch"
+                    ),
+                    &[
+                        (&id, Type::TEXT),
+                        (&holder, Type::TEXT),
+                        (&self.host, Type::TEXT),
+                        (&self.pid, Type::INT8),
+                        (&ms, Type::INT8),
+                        (&h.epoch, Type::INT8),
+                    ],
+                )?;
                 if let Some(row) = taken {
                     return row.try_get(0).map_err(|e| self.err(e));
                 }
             }
         }
-        Err(self.in_use(id, holder.as_ref()))
+        Err(self.in_use(id, current.as_ref()))
     }
 
-    fn holder_of(&self, tx: &mut Transaction<'_>, id: &str) -> CoreResult<Option<Holder>> {
+    fn holder_of(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<Holder>> {
         Ok(tx
             .query_opt(
                 &format!(
-                    "SELECT host, pid, epoch, \
+                    "SELECT holder, host, pid, epoch, \
                        extract(epoch FROM expires_at - clock_timestamp())::float8 \
                      FROM {}.leases WHERE session_id = $1",
                     self.schema
                 ),
-                &[&id],
-            )
-            .map_err(|e| self.err(e))?
+                &[(&id, Type::TEXT)],
+            )?
             .map(|r| Holder::of(&r)))
     }
 
     fn describe(&self, h: &Holder) -> String {
-        let who = if h.pid == self.pid && h.host == self.host {
+        let who = if h.pid == self.pid && h.host == self.host && self.same_space(h) {
             format!("another store of this process (pid {})", h.pid)
         } else {
             format!("process {} on host {}", h.pid, quoted(&h.host))
@@ -675,7 +934,7 @@ impl PostgresBackend {
     /// session was read without it and storage is still what was read.
     fn fence(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         id: &str,
         handle: &mut PgHandle,
         stored: u64,
@@ -689,14 +948,12 @@ impl PostgresBackend {
             // write only if storage holds exactly what was read.
             let epoch = self.acquire(tx, id)?;
             let s = &self.schema;
-            let row = tx
-                .query_one(
-                    &format!(
-                        "SELECT count(*)::bigint, coalesce(max(seq) + 1, 0)::bigint FROM {s}.events WHERE session_id = $1"
-                    ),
-                    &[&id],
-                )
-                .map_err(|e| self.err(e))?;
+            let row = tx.query_one(
+                &format!(
+                    "SELECT count(*)::bigint, coalesce(max(seq) + 1, 0)::bigint FROM {s}.events WHERE session_id = $1"
+                ),
+                &[(&id, Type::TEXT)],
+            )?;
             let (count, next): (i64, i64) = (
                 row.try_get(0).map_err(|e| self.err(e))?,
                 row.try_get(1).map_err(|e| self.err(e))?,
@@ -710,17 +967,22 @@ impl PostgresBackend {
             }
             return Ok(epoch);
         };
-        let renewed = tx
-            .execute(
-                &format!(
-                    "UPDATE {}.leases SET expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond' \
-                     WHERE session_id = $1 AND holder = $2 AND epoch = $3",
-                    self.schema
-                ),
-                &[&id, &self.holder, &epoch, &(self.options.lease.as_millis() as i64)],
-            )
-            .map_err(|e| self.err(e))?;
-        if renewed == 1 {
+        let holder = self.holder();
+        let lease_ms = self.options.lease.as_millis() as i64;
+        let renewed = tx.query(
+            &format!(
+                "UPDATE {}.leases SET expires_at = clock_timestamp() + $4::bigint * interval '1 millisecond' \
+                 WHERE session_id = $1 AND holder = $2 AND epoch = $3 RETURNING 1",
+                self.schema
+            ),
+            &[
+                (&id, Type::TEXT),
+                (&holder, Type::TEXT),
+                (&epoch, Type::INT8),
+                (&lease_ms, Type::INT8),
+            ],
+        )?;
+        if renewed.len() == 1 {
             return Ok(epoch);
         }
         handle.lost = true;
@@ -728,7 +990,7 @@ impl PostgresBackend {
         Err(self.lost(tx, id, Some(epoch)))
     }
 
-    fn lost(&self, tx: &mut Transaction<'_>, id: &str, epoch: Option<i64>) -> CoreError {
+    fn lost(&self, tx: &mut Tx<'_>, id: &str, epoch: Option<i64>) -> CoreError {
         let now = self
             .holder_of(tx, id)
             .ok()
@@ -744,7 +1006,7 @@ impl PostgresBackend {
 
     fn insert_events(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         id: &str,
         texts: &[impl AsRef<str>],
     ) -> CoreResult<()> {
@@ -765,37 +1027,50 @@ impl PostgresBackend {
             .collect();
         let ops: Vec<Option<&str>> = rows.iter().map(|c| c.surface_op.as_deref()).collect();
         // One statement for the whole batch (one round trip).
-        tx.execute(
-            &format!(
-                "INSERT INTO {}.events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
-                 SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])",
-                self.schema
-            ),
-            &[&id, &seqs, &types, &times, &data, &sources, &ops],
-        )
-        .map_err(|e| match e.as_db_error() {
-            Some(db) if db.code() == &SqlState::UNIQUE_VIOLATION => {
-                // "Key (session_id, seq)=(ID, SEQ) already exists."
-                let seq = db
-                    .detail()
-                    .and_then(|d| d.strip_suffix(") already exists."))
-                    .and_then(|d| d.rsplit_once(", "))
-                    .and_then(|(_, seq)| seq.parse::<u64>().ok());
-                CoreError::SeqMismatch(match seq {
-                    Some(seq) => format!(
-                        "append seq mismatch for {}: the database already holds seq {seq}",
-                        quoted(id)
-                    ),
-                    None => format!(
-                        "append seq mismatch for {}: the database already holds one of seqs {}..={}",
-                        quoted(id),
-                        seqs.first().copied().unwrap_or(0),
-                        seqs.last().copied().unwrap_or(0)
-                    ),
-                })
-            }
-            _ => self.err(e),
-        })?;
+        tx.conn
+            .query(
+                &format!(
+                    "INSERT INTO {}.events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+                     SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])",
+                    self.schema
+                ),
+                &[
+                    (&id, Type::TEXT),
+                    (&seqs, Type::INT8_ARRAY),
+                    (&types, Type::TEXT_ARRAY),
+                    (&times, Type::INT8_ARRAY),
+                    (&data, Type::TEXT_ARRAY),
+                    (&sources, Type::TEXT_ARRAY),
+                    (&ops, Type::TEXT_ARRAY),
+                ],
+                self.statement_deadline(),
+            )
+            .map_err(|f| match f {
+                Failure::Pg(e) => match e.as_db_error() {
+                    Some(db) if db.code() == &SqlState::UNIQUE_VIOLATION => {
+                        // "Key (session_id, seq)=(ID, SEQ) already exists."
+                        let seq = db
+                            .detail()
+                            .and_then(|d| d.strip_suffix(") already exists."))
+                            .and_then(|d| d.rsplit_once(", "))
+                            .and_then(|(_, seq)| seq.parse::<u64>().ok());
+                        CoreError::SeqMismatch(match seq {
+                            Some(seq) => format!(
+                                "append seq mismatch for {}: the database already holds seq {seq}",
+                                quoted(id)
+                            ),
+                            None => format!(
+                                "append seq mismatch for {}: the database already holds one of seqs {}..={}",
+                                quoted(id),
+                                seqs.first().copied().unwrap_or(0),
+                                seqs.last().copied().unwrap_or(0)
+                            ),
+                        })
+                    }
+                    _ => self.err(e),
+                },
+                f => self.fail(f),
+            })?;
         Ok(())
     }
 
@@ -804,36 +1079,22 @@ impl PostgresBackend {
         if self.read_only || !*lock(&self.ready) {
             return;
         }
+        let holder = self.holder();
         let _ = self.tx(|tx| {
-            tx.execute(
+            tx.query(
                 &format!(
                     "UPDATE {}.leases SET expires_at = '-infinity' WHERE holder = $1",
                     self.schema
                 ),
-                &[&self.holder],
+                &[(&holder, Type::TEXT)],
             )
-            .map_err(|e| self.err(e))
         });
     }
 
     /// Run `sql` on a pooled connection in a transaction (tests and tools).
     pub fn execute(&self, sql: &str) -> CoreResult<()> {
-        self.tx(|tx| tx.batch_execute(sql).map_err(|e| self.err(e)))
+        self.tx(|tx| tx.batch(sql))
     }
-}
-
-/// The tables of schema version `SCHEMA_VERSION` in schema `s` (quoted).
-fn schema_sql(s: &str) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {s}.sessions (id TEXT PRIMARY KEY, version BIGINT NOT NULL, \
-           created_at BIGINT NOT NULL, cwd TEXT, parent_session TEXT, seed_length BIGINT);
-         CREATE TABLE IF NOT EXISTS {s}.events (session_id TEXT NOT NULL REFERENCES {s}.sessions(id) ON DELETE CASCADE, \
-           seq BIGINT NOT NULL, type TEXT NOT NULL, time BIGINT NOT NULL, data TEXT NOT NULL, \
-           source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq));
-         CREATE TABLE IF NOT EXISTS {s}.leases (session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, \
-           host TEXT NOT NULL, pid BIGINT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);
-         INSERT INTO {s}.dsh_meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');"
-    )
 }
 
 /// The six values of an `events` row as the SQLite splice reads them; a
@@ -907,14 +1168,16 @@ impl Backend for PostgresBackend {
                 return Ok(None);
             };
             if repaired.torn {
-                tx.execute(
+                tx.query(
                     &format!(
                         "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
                         self.schema
                     ),
-                    &[&id, &(repaired.preserved as i64)],
-                )
-                .map_err(|e| self.err(e))?;
+                    &[
+                        (&id, Type::TEXT),
+                        (&(repaired.preserved as i64), Type::INT8),
+                    ],
+                )?;
             }
             let stored = if mode == LoadMode::Repair {
                 self.insert_events(tx, id, &repaired.closers()?)?;
@@ -963,25 +1226,26 @@ impl Backend for PostgresBackend {
         let texts: Vec<&str> = batch.texts().collect();
         let int = |k: &str| header.get(k).and_then(Value::as_i64);
         let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
+        let (version, created_at, seed_length) =
+            (int("version"), int("createdAt"), int("seedLength"));
+        let (cwd, parent) = (text("cwd"), text("parentSession"));
         let epoch = self.tx(|tx| {
-            let created = tx
-                .execute(
-                    &format!(
-                        "INSERT INTO {}.sessions (id, version, created_at, cwd, parent_session, seed_length) \
-                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-                        self.schema
-                    ),
-                    &[
-                        &id,
-                        &int("version"),
-                        &int("createdAt"),
-                        &text("cwd"),
-                        &text("parentSession"),
-                        &int("seedLength"),
-                    ],
-                )
-                .map_err(|e| self.err(e))?;
-            if created == 0 {
+            let created = tx.query(
+                &format!(
+                    "INSERT INTO {}.sessions (id, version, created_at, cwd, parent_session, seed_length) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING 1",
+                    self.schema
+                ),
+                &[
+                    (&id, Type::TEXT),
+                    (&version, Type::INT8),
+                    (&created_at, Type::INT8),
+                    (&cwd, Type::TEXT),
+                    (&parent, Type::TEXT),
+                    (&seed_length, Type::INT8),
+                ],
+            )?;
+            if created.is_empty() {
                 // Stored already: by a writer that still holds it (two
                 // intents for one new id: the first to write won), or not.
                 return Err(match self.acquire(tx, id) {
@@ -1014,9 +1278,9 @@ impl Backend for PostgresBackend {
                         "SELECT coalesce(max(seq) + 1, 0)::bigint FROM {}.events WHERE session_id = $1",
                         self.schema
                     ),
-                    &[&id],
-                )
-                .and_then(|row| row.try_get(0))
+                    &[(&id, Type::TEXT)],
+                )?
+                .try_get(0)
                 .map_err(|e| self.err(e))?;
             if stored != batch.first_seq as i64 {
                 return Err(super::seq_mismatch(id, batch.first_seq, stored as u64));
@@ -1032,15 +1296,13 @@ impl Backend for PostgresBackend {
     fn list(&self) -> CoreResult<Vec<Listed>> {
         self.tx_then(
             |tx| {
-                let rows = tx
-                    .query(
-                        &format!(
-                            "SELECT id, version, created_at, cwd, parent_session, seed_length FROM {}.sessions",
-                            self.schema
-                        ),
-                        &[],
-                    )
-                    .map_err(|e| self.err(e))?;
+                let rows = tx.query(
+                    &format!(
+                        "SELECT id, version, created_at, cwd, parent_session, seed_length FROM {}.sessions",
+                        self.schema
+                    ),
+                    &[],
+                )?;
                 Ok(rows
                     .iter()
                     .filter_map(|row| {
@@ -1067,7 +1329,7 @@ impl Backend for PostgresBackend {
 /// The header columns (version, created_at, cwd, parent_session,
 /// seed_length) of a `sessions` row, from column `first` on, as `header_of`
 /// reads them.
-fn header_columns(row: &postgres::Row, first: usize) -> [SqlValue; 5] {
+fn header_columns(row: &Row, first: usize) -> [SqlValue; 5] {
     let int = |i: usize| {
         row.try_get::<_, Option<i64>>(first + i)
             .ok()
@@ -1170,15 +1432,18 @@ mod tests {
         ))
         .unwrap();
         let err = b.append(&key, &batch(1, 80), &mut handle).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "append seq mismatch for \"m\": the database already holds seq 35"
+        // Caught by the append's check of the stored length (in the
+        // writing transaction), before the key would name seq 35.
+        assert_eq!(err.code(), "SEQ_MISMATCH");
+        assert!(
+            err.to_string()
+                .starts_with("append seq mismatch for \"m\": expected 36 at index 0, got 1"),
+            "{err}"
         );
         let count = b
             .tx(|tx| {
-                let row = tx
-                    .query_one(&format!("SELECT count(*) FROM {}.events", b.schema), &[])
-                    .map_err(|e| b.err(e))?;
+                let row =
+                    tx.query_one(&format!("SELECT count(*) FROM {}.events", b.schema), &[])?;
                 row.try_get::<_, i64>(0).map_err(|e| b.err(e))
             })
             .unwrap();

@@ -90,6 +90,14 @@ describe.skipIf(!available())('issue 19: a PostgreSQL server that stops answerin
 
     const outcomes = await Promise.all(stuck)
     for (const o of outcomes) {
+      if (o.code === 'PG_CONNECT') {
+        // On a loaded machine a pooled connection may have idled past its
+        // check (one second) before the call: the check found no answer and
+        // a new connection was tried, bounded by connectTimeoutMs as well.
+        expect(o.message).toContain(`no answer within ${CONNECT_MS} ms`)
+        expect(o.ms).toBeLessThan(STATEMENT_MS + CONNECT_MS + SLACK_MS)
+        continue
+      }
       expect(o.code).toBe('PG')
       expect(o.message).toContain(`no answer from the server within ${STATEMENT_MS + 500} ms (statementTimeoutMs ${STATEMENT_MS} plus 500 ms); the connection was dropped`)
       expect(o.ms).toBeLessThan(STATEMENT_MS + SLACK_MS)

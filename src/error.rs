@@ -1,147 +1,200 @@
-//! The one error type of the core. Every variant carries the exact message the
-//! contract (SPEC.md) quotes and a stable `code` that JavaScript sees as
-//! `err.code`.
+//! The one error type of the core, in the manner of rust-csv and redb: a
+//! stable code (what JavaScript sees as `err.code`), the message the contract
+//! quotes, where (the line of a JSONL log, when the error is about one), and
+//! the I/O error behind it. `binding::js_error` is the one conversion into a
+//! JavaScript error.
 
-use thiserror::Error;
+use std::sync::Arc;
 
-/// A rejected operation. Nothing was changed by the operation that returned it.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum CoreError {
+/// The stable codes. Each names a kind of failure callers may branch on;
+/// the message says what was wrong and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
     /// A value that does not survive `JSON.stringify` -> `JSON.parse` (SPEC 2).
-    #[error("{0}")]
-    NotLossless(String),
-    /// A malformed event envelope or header record (SPEC 1, 3).
-    #[error("{0}")]
-    InvalidEnvelope(String),
+    NotLossless,
+    /// A malformed event envelope (SPEC 1, 3).
+    InvalidEnvelope,
     /// A malformed session header (SPEC 3).
-    #[error("{0}")]
-    InvalidHeader(String),
+    InvalidHeader,
     /// `request/header-delta` or a `fallback` header (SPEC 7).
-    #[error("{0}")]
-    LegacyVocabulary(String),
+    LegacyVocabulary,
     /// A surface transition that the fold rejects (SPEC 5).
-    #[error("{0}")]
-    Surface(String),
+    Surface,
     /// A seed or log whose seqs are not contiguous from 0.
-    #[error("{0}")]
-    NotContiguous(String),
+    NotContiguous,
     /// An append from inside an observer of the same session (SPEC 4.4).
-    #[error("{0}")]
-    Reentrant(String),
+    Reentrant,
     /// A development-check violation (SPEC 9).
-    #[error("{0}")]
-    Invariant(String),
+    Invariant,
     /// A fork boundary that is not a `turn/end` of the log.
-    #[error("{0}")]
-    InvalidBoundary(String),
+    InvalidBoundary,
     /// A stored log that cannot be loaded (SPEC 11).
-    #[error("{0}")]
-    CorruptLog(String),
+    CorruptLog,
     /// A header or database of a format this build does not read.
-    #[error("{0}")]
-    UnsupportedVersion(String),
+    UnsupportedVersion,
     /// A session that is not stored.
-    #[error("{0}")]
-    NotFound(String),
-    /// A session that is already tracked or stored.
-    #[error("{0}")]
-    AlreadyExists(String),
-    /// An append batch that does not continue the stored log.
-    #[error("{0}")]
-    SeqMismatch(String),
+    NotFound,
+    /// A session that is already tracked or stored, or another history.
+    AlreadyExists,
+    /// A batch that does not continue the stored log.
+    SeqMismatch,
     /// An argument of the wrong shape (an empty id, a bad address, ...).
-    #[error("{0}")]
-    InvalidArgument(String),
+    InvalidArgument,
     /// A file-system failure, with the path it concerns.
-    #[error("{0}")]
-    Io(String),
+    Io,
     /// A SQLite failure, with the database it concerns.
-    #[error("{0}")]
-    Sqlite(String),
+    Sqlite,
     /// A store used after `close()`.
-    #[error("{0}")]
-    Closed(String),
+    Closed,
     /// A session whose write lease another store or process holds.
-    #[error("{0}")]
-    SessionInUse(String),
-    /// A JSONL log renamed over, removed or changed under the store that has it open.
-    #[error("{0}")]
-    LogReplaced(String),
-    /// A PostgreSQL writer whose lease another store took over: it may never write again.
-    #[error("{0}")]
-    LeaseLost(String),
+    SessionInUse,
+    /// A JSONL log renamed over, removed or changed under the store.
+    LogReplaced,
+    /// A PostgreSQL writer whose lease another store took over.
+    LeaseLost,
     /// A PostgreSQL server that cannot be reached or refuses the connection.
-    #[error("{0}")]
-    PgConnect(String),
-    /// A PostgreSQL failure (a statement timeout, a lost connection), with the database it concerns.
-    #[error("{0}")]
-    Pg(String),
+    PgConnect,
+    /// A PostgreSQL failure (a statement timeout, a lost connection).
+    Pg,
+    /// A text longer than a JavaScript string can hold.
+    TooLarge,
     /// A failure inside this library (a block that does not decompress, a
     /// thread that panicked): a bug, never a made-up value.
-    #[error("{0}")]
-    Internal(String),
+    Internal,
+}
+
+impl Code {
+    /// Every code, in the order of the declaration (`index.d.ts` lists the same).
+    pub const ALL: [Code; 25] = [
+        Code::NotLossless,
+        Code::InvalidEnvelope,
+        Code::InvalidHeader,
+        Code::LegacyVocabulary,
+        Code::Surface,
+        Code::NotContiguous,
+        Code::Reentrant,
+        Code::Invariant,
+        Code::InvalidBoundary,
+        Code::CorruptLog,
+        Code::UnsupportedVersion,
+        Code::NotFound,
+        Code::AlreadyExists,
+        Code::SeqMismatch,
+        Code::InvalidArgument,
+        Code::Io,
+        Code::Sqlite,
+        Code::Closed,
+        Code::SessionInUse,
+        Code::LogReplaced,
+        Code::LeaseLost,
+        Code::PgConnect,
+        Code::Pg,
+        Code::TooLarge,
+        Code::Internal,
+    ];
+
+    /// The code as JavaScript sees it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::NotLossless => "NOT_LOSSLESS_JSON",
+            Code::InvalidEnvelope => "INVALID_EVENT",
+            Code::InvalidHeader => "INVALID_HEADER",
+            Code::LegacyVocabulary => "LEGACY_VOCABULARY",
+            Code::Surface => "INVALID_SURFACE",
+            Code::NotContiguous => "SEQ_NOT_CONTIGUOUS",
+            Code::Reentrant => "REENTRANT_APPEND",
+            Code::Invariant => "INVARIANT",
+            Code::InvalidBoundary => "INVALID_BOUNDARY",
+            Code::CorruptLog => "CORRUPT_LOG",
+            Code::UnsupportedVersion => "UNSUPPORTED_VERSION",
+            Code::NotFound => "SESSION_NOT_FOUND",
+            Code::AlreadyExists => "SESSION_ALREADY_EXISTS",
+            Code::SeqMismatch => "SEQ_MISMATCH",
+            Code::InvalidArgument => "INVALID_ARGUMENT",
+            Code::Io => "IO",
+            Code::Sqlite => "SQLITE",
+            Code::Closed => "STORE_CLOSED",
+            Code::SessionInUse => "SESSION_IN_USE",
+            Code::LogReplaced => "LOG_REPLACED",
+            Code::LeaseLost => "LEASE_LOST",
+            Code::PgConnect => "PG_CONNECT",
+            Code::Pg => "PG",
+            Code::TooLarge => "TOO_LARGE",
+            Code::Internal => "INTERNAL",
+        }
+    }
+}
+
+/// A rejected operation. Nothing was changed by the operation that returned it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct CoreError {
+    code: Code,
+    message: String,
+    /// The 1-based line of a JSONL log the error is about.
+    line: Option<usize>,
+    #[source]
+    source: Option<Arc<std::io::Error>>,
+}
+
+impl PartialEq for CoreError {
+    fn eq(&self, other: &CoreError) -> bool {
+        (self.code, &self.message, self.line) == (other.code, &other.message, other.line)
+    }
 }
 
 impl CoreError {
-    /// The stable code JavaScript sees as `err.code`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            CoreError::NotLossless(_) => "NOT_LOSSLESS_JSON",
-            CoreError::InvalidEnvelope(_) => "INVALID_EVENT",
-            CoreError::InvalidHeader(_) => "INVALID_HEADER",
-            CoreError::LegacyVocabulary(_) => "LEGACY_VOCABULARY",
-            CoreError::Surface(_) => "INVALID_SURFACE",
-            CoreError::NotContiguous(_) => "SEQ_NOT_CONTIGUOUS",
-            CoreError::Reentrant(_) => "REENTRANT_APPEND",
-            CoreError::Invariant(_) => "INVARIANT",
-            CoreError::InvalidBoundary(_) => "INVALID_BOUNDARY",
-            CoreError::CorruptLog(_) => "CORRUPT_LOG",
-            CoreError::UnsupportedVersion(_) => "UNSUPPORTED_VERSION",
-            CoreError::NotFound(_) => "SESSION_NOT_FOUND",
-            CoreError::AlreadyExists(_) => "SESSION_ALREADY_EXISTS",
-            CoreError::SeqMismatch(_) => "SEQ_MISMATCH",
-            CoreError::InvalidArgument(_) => "INVALID_ARGUMENT",
-            CoreError::Io(_) => "IO",
-            CoreError::Sqlite(_) => "SQLITE",
-            CoreError::Closed(_) => "STORE_CLOSED",
-            CoreError::SessionInUse(_) => "SESSION_IN_USE",
-            CoreError::LogReplaced(_) => "LOG_REPLACED",
-            CoreError::LeaseLost(_) => "LEASE_LOST",
-            CoreError::PgConnect(_) => "PG_CONNECT",
-            CoreError::Pg(_) => "PG",
-            CoreError::Internal(_) => "INTERNAL",
+    pub fn new(code: Code, message: impl Into<String>) -> CoreError {
+        CoreError {
+            code,
+            message: message.into(),
+            line: None,
+            source: None,
         }
     }
 
-    /// The same error with its message wrapped by `f` (seed and load prefixes).
-    pub fn map_message(self, f: impl FnOnce(String) -> String) -> CoreError {
-        use CoreError::*;
-        match self {
-            NotLossless(m) => NotLossless(f(m)),
-            InvalidEnvelope(m) => InvalidEnvelope(f(m)),
-            InvalidHeader(m) => InvalidHeader(f(m)),
-            LegacyVocabulary(m) => LegacyVocabulary(f(m)),
-            Surface(m) => Surface(f(m)),
-            NotContiguous(m) => NotContiguous(f(m)),
-            Reentrant(m) => Reentrant(f(m)),
-            Invariant(m) => Invariant(f(m)),
-            InvalidBoundary(m) => InvalidBoundary(f(m)),
-            CorruptLog(m) => CorruptLog(f(m)),
-            UnsupportedVersion(m) => UnsupportedVersion(f(m)),
-            NotFound(m) => NotFound(f(m)),
-            AlreadyExists(m) => AlreadyExists(f(m)),
-            SeqMismatch(m) => SeqMismatch(f(m)),
-            InvalidArgument(m) => InvalidArgument(f(m)),
-            Io(m) => Io(f(m)),
-            Sqlite(m) => Sqlite(f(m)),
-            Closed(m) => Closed(f(m)),
-            SessionInUse(m) => SessionInUse(f(m)),
-            LogReplaced(m) => LogReplaced(f(m)),
-            LeaseLost(m) => LeaseLost(f(m)),
-            PgConnect(m) => PgConnect(f(m)),
-            Pg(m) => Pg(f(m)),
-            Internal(m) => Internal(f(m)),
+    /// `IO`: `<what> "<path>": <the error>`, keeping the error as the source.
+    pub fn io(what: &str, path: &std::path::Path, e: std::io::Error) -> CoreError {
+        CoreError {
+            code: Code::Io,
+            message: format!("{what} \"{}\": {e}", path.display()),
+            line: None,
+            source: Some(Arc::new(e)),
         }
+    }
+
+    /// The same error, about line `line` of a JSONL log.
+    pub fn at_line(mut self, line: usize) -> CoreError {
+        self.line = Some(line);
+        self
+    }
+
+    /// The stable code JavaScript sees as `err.code`.
+    pub fn code(&self) -> &'static str {
+        self.code.as_str()
+    }
+
+    pub fn kind(&self) -> Code {
+        self.code
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// The OS error behind an `IO` error (`EACCES`, `ENOSPC`, ...), when known.
+    pub fn os_error(&self) -> Option<i32> {
+        self.source.as_ref().and_then(|e| e.raw_os_error())
+    }
+
+    /// The same error with its message wrapped by `f` (seed and load prefixes).
+    pub fn map_message(mut self, f: impl FnOnce(String) -> String) -> CoreError {
+        self.message = f(self.message);
+        self
     }
 }
 

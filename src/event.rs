@@ -1,7 +1,7 @@
 //! The event envelope (SPEC 1) and the core vocabulary, read from JSON text
 //! without building a tree for the payload.
 
-use crate::error::CoreError;
+use crate::error::{Code, CoreError};
 use crate::json::{seq_of_text, TextDefect};
 use crate::scan::{data_field, member, object_members, scan_event, string_is, string_value};
 
@@ -182,9 +182,10 @@ fn has_provider_model(v: Option<&str>) -> bool {
 /// the seed messages. One validating pass over the line (see `scan`).
 pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> {
     let invalid = || {
-        ReadError::Invalid(CoreError::InvalidEnvelope(format!(
-            "seed event at index {index} has an invalid event envelope"
-        )))
+        ReadError::Invalid(CoreError::new(
+            Code::InvalidEnvelope,
+            format!("seed event at index {index} has an invalid event envelope"),
+        ))
     };
     let f = match scan_event(text) {
         Ok(f) => f,
@@ -223,15 +224,17 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
                 .and_then(object_members)
                 .and_then(|header| member(&header, "config"));
             if !has_provider_model(config) {
-                return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
-                    "seed request/header at index {index} lacks provider/model"
-                ))));
+                return Err(ReadError::Invalid(CoreError::new(
+                    Code::InvalidEnvelope,
+                    format!("seed request/header at index {index} lacks provider/model"),
+                )));
             }
         }
         Kind::AssistantMessage if !has_provider_model(data_field(&f, "provenance")) => {
-            return Err(ReadError::Invalid(CoreError::InvalidEnvelope(format!(
-                "seed assistant/message at index {index} lacks provider/model provenance"
-            ))));
+            return Err(ReadError::Invalid(CoreError::new(
+                Code::InvalidEnvelope,
+                format!("seed assistant/message at index {index} lacks provider/model provenance"),
+            )));
         }
         _ => {}
     }
@@ -247,13 +250,17 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
 }
 
 fn not_lossless(index: usize) -> CoreError {
-    CoreError::NotLossless(format!(
-        "seed event at index {index} is not losslessly JSON-serializable"
-    ))
+    CoreError::new(
+        Code::NotLossless,
+        format!("seed event at index {index} is not losslessly JSON-serializable"),
+    )
 }
 
 fn legacy_seed(legacy: Legacy, index: usize) -> CoreError {
-    CoreError::LegacyVocabulary(legacy.uses_message(&format!("seed event at index {index}")))
+    CoreError::new(
+        Code::LegacyVocabulary,
+        legacy.uses_message(&format!("seed event at index {index}")),
+    )
 }
 
 /// Where the payload texts landed in an event text (byte ranges).

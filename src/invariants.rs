@@ -5,7 +5,7 @@
 //! Messages follow the TypeScript reference word for word (values printed as
 //! a JavaScript template string prints them).
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -102,7 +102,7 @@ impl Payload {
 }
 
 fn violation(message: String) -> CoreError {
-    CoreError::Invariant(format!("invariant violated: {message}"))
+    CoreError::new(Code::Invariant, format!("invariant violated: {message}"))
 }
 
 /// A number as JavaScript prints it.
@@ -211,9 +211,10 @@ impl Trace {
     /// state; the trace is not changed.
     pub fn validate(&self, event: &str) -> CoreResult<Transition> {
         let e: Envelope = serde_json::from_str(event).map_err(|err| {
-            CoreError::InvalidArgument(format!(
-                "invariant check: event is not a JSON object: {err}"
-            ))
+            CoreError::new(
+                Code::InvalidArgument,
+                format!("invariant check: event is not a JSON object: {err}"),
+            )
         })?;
         let seq = e.seq.as_ref().and_then(Value::as_f64);
         match seq {
@@ -369,7 +370,10 @@ impl Trace {
     /// violation stops (the events before it stay committed).
     pub fn extend_json(&mut self, events_json: &str) -> CoreResult<()> {
         let items: Vec<&RawValue> = serde_json::from_str(events_json).map_err(|e| {
-            CoreError::InvalidArgument(format!("invariant check: events must be a JSON array: {e}"))
+            CoreError::new(
+                Code::InvalidArgument,
+                format!("invariant check: events must be a JSON array: {e}"),
+            )
         })?;
         for item in items {
             let t = self.validate(item.get())?;

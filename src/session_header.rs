@@ -1,7 +1,7 @@
 //! The session header (SPEC 3, 11): format version, identity, creation time
 //! and lineage, kept as the ordered JSON record it was given as.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::json::{as_seq, quote};
 use serde_json::{Map, Value};
 
@@ -37,7 +37,7 @@ pub fn is_absolute_path(p: &str) -> bool {
 }
 
 fn invalid(msg: String) -> CoreError {
-    CoreError::InvalidHeader(msg)
+    CoreError::new(Code::InvalidHeader, msg)
 }
 
 /// The field rules of SPEC 3 over a record whose version and id are checked.
@@ -140,7 +140,10 @@ impl SessionHeader {
     /// Line 1 of a JSONL log: `{"type":"session","version":0,...}`.
     pub fn from_line(line: &str) -> CoreResult<SessionHeader> {
         let not_header = || {
-            CoreError::CorruptLog("corrupt session log: first line is not a session header".into())
+            CoreError::new(
+                Code::CorruptLog,
+                "corrupt session log: first line is not a session header",
+            )
         };
         let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(line) else {
             return Err(not_header());
@@ -163,11 +166,14 @@ impl SessionHeader {
             }
             Some(v) if v.as_f64() == Some(0.0) => {}
             Some(v) => {
-                return Err(CoreError::UnsupportedVersion(format!(
-                    "unsupported session format version {} for {} (only v0 is supported)",
-                    js_string(Some(v)),
-                    quote(&id)
-                )))
+                return Err(CoreError::new(
+                    Code::UnsupportedVersion,
+                    format!(
+                        "unsupported session format version {} for {} (only v0 is supported)",
+                        js_string(Some(v)),
+                        quote(&id)
+                    ),
+                ))
             }
         }
         // Stored headers are taken as written (recorded logs may carry

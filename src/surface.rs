@@ -3,7 +3,7 @@
 //! is validated first and applied only on commit, so a rejected event changes
 //! nothing.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
 use crate::json::seq_of_text;
 use crate::scan::{array_items, key_is, member, object_members, string_is};
@@ -171,29 +171,37 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
     let ty = c.ty;
     if !c.kind.is_surface_eligible() {
         if c.surface_op.is_some() {
-            return Err(CoreError::Surface(format!(
-                "session event \"{ty}\" is not surface-eligible and cannot carry surfaceOp"
-            )));
+            return Err(CoreError::new(
+                Code::Surface,
+                format!(
+                    "session event \"{ty}\" is not surface-eligible and cannot carry surfaceOp"
+                ),
+            ));
         }
         if c.source_event_seqs.is_some() {
-            return Err(CoreError::Surface(format!(
+            return Err(CoreError::new(
+                Code::Surface,
+                format!(
                 "session event \"{ty}\" is not surface-eligible and cannot carry sourceEventSeqs"
-            )));
+            ),
+            ));
         }
         return Ok(None);
     }
     let Some(op) = c.surface_op else {
-        return Err(CoreError::Surface(format!(
-            "session event \"{ty}\" is surface-eligible and requires a surfaceOp marker"
-        )));
+        return Err(CoreError::new(
+            Code::Surface,
+            format!("session event \"{ty}\" is surface-eligible and requires a surfaceOp marker"),
+        ));
     };
     if string_is(op, "append") {
         return Ok(Some(SurfaceOp::Append));
     }
     let Some(members) = object_members(op) else {
-        return Err(CoreError::Surface(format!(
-            "session event \"{ty}\" carries an invalid surfaceOp"
-        )));
+        return Err(CoreError::new(
+            Code::Surface,
+            format!("session event \"{ty}\" carries an invalid surfaceOp"),
+        ));
     };
     // Exactly `op`, `start` and `end` (the last of a repeated key counts,
     // as JSON.parse keeps it).
@@ -208,9 +216,10 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
         (Some(o), Some(start), Some(end)) if only_these && string_is(o, "replace") => {
             Ok(Some(SurfaceOp::Replace { start, end }))
         }
-        _ => Err(CoreError::Surface(format!(
-            "session event \"{ty}\" carries an invalid replace surfaceOp"
-        ))),
+        _ => Err(CoreError::new(
+            Code::Surface,
+            format!("session event \"{ty}\" carries an invalid replace surfaceOp"),
+        )),
     }
 }
 
@@ -219,21 +228,25 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
     let mut sources: Vec<u64> = Vec::new();
     if let Some(raw) = c.source_event_seqs {
         let Some(items) = array_items(raw) else {
-            return Err(CoreError::Surface(format!(
-                "sourceEventSeqs on event at seq {} must be an array when present",
-                c.seq
-            )));
+            return Err(CoreError::new(
+                Code::Surface,
+                format!(
+                    "sourceEventSeqs on event at seq {} must be an array when present",
+                    c.seq
+                ),
+            ));
         };
         if items.is_empty() && c.kind != Kind::AssistantMessage {
-            return Err(CoreError::Surface(
-                "sourceEventSeqs must not be empty except on assistant/message".into(),
+            return Err(CoreError::new(
+                Code::Surface,
+                "sourceEventSeqs must not be empty except on assistant/message",
             ));
         }
         let mut not_earlier = None;
         sources.reserve(items.len());
         for item in items {
             let Some(s) = seq_of_text(item) else {
-                return Err(CoreError::Surface(format!(
+                return Err(CoreError::new(Code::Surface, format!(
                     "session event \"{}\" sourceEventSeqs must densely contain non-negative safe integers",
                     c.ty
                 )));
@@ -245,15 +258,19 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
         }
         sources.sort_unstable();
         if sources.windows(2).any(|w| w[0] == w[1]) {
-            return Err(CoreError::Surface(
-                "sourceEventSeqs must not contain duplicates".into(),
+            return Err(CoreError::new(
+                Code::Surface,
+                "sourceEventSeqs must not contain duplicates",
             ));
         }
         if let Some(s) = not_earlier {
-            return Err(CoreError::Surface(format!(
-                "sourceEventSeqs must reference earlier events: {s} >= current seq {}",
-                c.seq
-            )));
+            return Err(CoreError::new(
+                Code::Surface,
+                format!(
+                    "sourceEventSeqs must reference earlier events: {s} >= current seq {}",
+                    c.seq
+                ),
+            ));
         }
     }
     let missing: Vec<String> = shadowed
@@ -262,10 +279,13 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
         .map(u64::to_string)
         .collect();
     if !missing.is_empty() {
-        return Err(CoreError::Surface(format!(
+        return Err(CoreError::new(
+            Code::Surface,
+            format!(
             "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
             missing.join(", ")
-        )));
+        ),
+        ));
     }
     Ok(())
 }
@@ -332,17 +352,19 @@ impl Surface {
             }
             Some(SurfaceOp::Replace { start, end }) => {
                 let start_idx = self.position(start).ok_or_else(|| {
-                    CoreError::Surface(format!(
-                        "surface replace: start seq {start} not found in surface"
-                    ))
+                    CoreError::new(
+                        Code::Surface,
+                        format!("surface replace: start seq {start} not found in surface"),
+                    )
                 })?;
                 let end_idx = self.position(end).ok_or_else(|| {
-                    CoreError::Surface(format!(
-                        "surface replace: end seq {end} not found in surface"
-                    ))
+                    CoreError::new(
+                        Code::Surface,
+                        format!("surface replace: end seq {end} not found in surface"),
+                    )
                 })?;
                 if start_idx > end_idx {
-                    return Err(CoreError::Surface(format!(
+                    return Err(CoreError::new(Code::Surface, format!(
                         "surface replace: start seq {start} (index {start_idx}) is after end seq {end} (index {end_idx})"
                     )));
                 }
@@ -422,9 +444,10 @@ impl Surface {
                         start_idx,
                         end_idx,
                     }),
-                    _ => Err(CoreError::Surface(format!(
-                        "surface replace: range {start}..{end} not found in surface"
-                    ))),
+                    _ => Err(CoreError::new(
+                        Code::Surface,
+                        format!("surface replace: range {start}..{end} not found in surface"),
+                    )),
                 }
             }
         }
@@ -456,9 +479,10 @@ pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
                 .seq
                 .map(|s| s.to_string())
                 .unwrap_or_else(|| "(not a seq)".into());
-            return Err(CoreError::NotContiguous(format!(
-                "session event seq {shown} is not contiguous; expected {expected}"
-            )));
+            return Err(CoreError::new(
+                Code::NotContiguous,
+                format!("session event seq {shown} is not contiguous; expected {expected}"),
+            ));
         }
         let plan = surface.plan(&Candidate {
             ty: &e.ty,

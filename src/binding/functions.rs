@@ -1,7 +1,7 @@
 //! Free functions of the public API that need the core's rules.
 
-use super::throw;
-use crate::error::CoreError;
+use super::call;
+use crate::error::{Code, CoreError};
 use crate::event::{is_surface_eligible_type, Kind};
 use crate::json::seq_of_text;
 use crate::repair::{closers, ScanEvent};
@@ -21,68 +21,72 @@ pub fn is_surface_eligible_type_js(ty: String) -> bool {
 /// (what JS serialized of the caller's events), read by the scanner.
 #[napi(js_name = "foldSurfaceJson")]
 pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
-    let bad = || {
-        throw(
-            &env,
-            CoreError::InvalidArgument("foldSurface: events are not JSON objects".into()),
-        )
-    };
-    let rows = array_items(&rows).ok_or_else(bad)?;
-    let mut events = Vec::with_capacity(rows.len());
-    for row in rows {
-        let members = object_members(row).ok_or_else(bad)?;
-        events.push(FoldEvent {
-            ty: member(&members, "type")
-                .and_then(string_value)
-                .unwrap_or_default(),
-            seq: member(&members, "seq").and_then(seq_of_text),
-            surface_op: member(&members, "surfaceOp"),
-            source_event_seqs: member(&members, "sourceEventSeqs"),
-        });
-    }
-    let (nodes, replacements) = fold(&events).map_err(|e| throw(&env, e))?;
-    let replacements: Vec<Value> = replacements
-        .into_iter()
-        .map(|r| json!({"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": r.shadowed}))
-        .collect();
-    Ok(json!({"nodes": nodes, "replacements": replacements}).to_string())
+    call(&env, || {
+        let bad = || {
+            CoreError::new(
+                Code::InvalidArgument,
+                "foldSurface: events are not JSON objects",
+            )
+        };
+        let rows = array_items(&rows).ok_or_else(bad)?;
+        let mut events = Vec::with_capacity(rows.len());
+        for row in rows {
+            let members = object_members(row).ok_or_else(bad)?;
+            events.push(FoldEvent {
+                ty: member(&members, "type")
+                    .and_then(string_value)
+                    .unwrap_or_default(),
+                seq: member(&members, "seq").and_then(seq_of_text),
+                surface_op: member(&members, "surfaceOp"),
+                source_event_seqs: member(&members, "sourceEventSeqs"),
+            });
+        }
+        let (nodes, replacements) = fold(&events)?;
+        let replacements: Vec<Value> = replacements
+            .into_iter()
+            .map(|r| json!({"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": r.shadowed}))
+            .collect();
+        Ok(json!({"nodes": nodes, "replacements": replacements}).to_string())
+    })
 }
 
 /// `interruptedTurnClosers` over events given as one JSON array (what JS
 /// serialized of the caller's events), read by the scanner.
 #[napi(js_name = "interruptedTurnClosersJson")]
 pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String> {
-    let bad = || {
-        throw(
-            &env,
-            CoreError::InvalidArgument(
-                "interruptedTurnClosers: events are not JSON objects".into(),
-            ),
-        )
-    };
-    let rows = array_items(&events).ok_or_else(bad)?;
-    let mut scan = Vec::with_capacity(rows.len());
-    for row in rows {
-        let members = object_members(row).ok_or_else(bad)?;
-        let field = |name| member(&members, name);
-        scan.push(ScanEvent {
-            kind: Kind::of(&field("type").and_then(string_value).unwrap_or_default()),
-            seq: field("seq").and_then(seq_of_text).unwrap_or(0),
-            time: field("time").and_then(seq_of_text).unwrap_or(0),
-            data: field("data").unwrap_or("null"),
-        });
-    }
-    Ok(format!("[{}]", closers(scan.into_iter()).join(",")))
+    call(&env, || {
+        let bad = || {
+            CoreError::new(
+                Code::InvalidArgument,
+                "interruptedTurnClosers: events are not JSON objects",
+            )
+        };
+        let rows = array_items(&events).ok_or_else(bad)?;
+        let mut scan = Vec::with_capacity(rows.len());
+        for row in rows {
+            let members = object_members(row).ok_or_else(bad)?;
+            let field = |name| member(&members, name);
+            scan.push(ScanEvent {
+                kind: Kind::of(&field("type").and_then(string_value).unwrap_or_default()),
+                seq: field("seq").and_then(seq_of_text).unwrap_or(0),
+                time: field("time").and_then(seq_of_text).unwrap_or(0),
+                data: field("data").unwrap_or("null"),
+            });
+        }
+        Ok(format!("[{}]", closers(scan.into_iter()).join(",")))
+    })
 }
 
 /// Reject legacy request-header vocabulary on append (SPEC 7).
 #[napi(js_name = "checkLegacy")]
 pub fn check_legacy(env: Env, ty: String, data: String) -> Result<()> {
-    match crate::event::legacy_of(Kind::of(&ty), Some(&data)) {
-        Some(legacy) => Err(throw(
-            &env,
-            CoreError::LegacyVocabulary(legacy.uses_message(&format!("session event \"{ty}\""))),
-        )),
-        None => Ok(()),
-    }
+    call(&env, || {
+        match crate::event::legacy_of(Kind::of(&ty), Some(&data)) {
+            Some(legacy) => Err(CoreError::new(
+                Code::LegacyVocabulary,
+                legacy.uses_message(&format!("session event \"{ty}\"")),
+            )),
+            None => Ok(()),
+        }
+    })
 }

@@ -1,6 +1,9 @@
 //! The napi layer: the only code that sees napi. It converts arguments and
-//! results (JSON text in, JSON text out) and maps `CoreError` to JS errors
-//! whose `code` is the variant's stable code.
+//! results (JSON text in, JSON text out) and every `CoreError` into a
+//! JavaScript error in one place (`js_error`): an `Error` whose `code` is the
+//! stable code, with `line` when the error is about a line of a JSONL log
+//! and `errno` when an OS error is behind it. Synchronous calls throw it,
+//! asynchronous ones reject with it; a panic is an `INTERNAL` error.
 
 pub mod functions;
 pub mod session;
@@ -8,15 +11,48 @@ pub mod store;
 mod threads;
 pub mod tools;
 
-use crate::error::CoreError;
-use napi::{Env, Status};
+use crate::error::{Code, CoreError, CoreResult};
+use napi::bindgen_prelude::{JsObjectValue, Object};
+use napi::{Env, JsError, JsValue, Status};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Throw `e` as a JS `Error` with `err.code` set to its stable code, and
-/// return the marker that tells napi-rs the exception is already pending.
-pub fn throw(env: &Env, e: CoreError) -> napi::Error {
-    let message = e.to_string().replace('\0', "\\u0000");
-    match env.throw_error(&message, Some(e.code())) {
-        Ok(()) => napi::Error::from_status(Status::PendingException),
-        Err(_) => napi::Error::new(Status::GenericFailure, message),
-    }
+/// `e` as a JavaScript error, to throw or to reject a promise with.
+pub fn js_error(env: &Env, e: &CoreError) -> napi::Error {
+    let build = || -> napi::Result<napi::Error> {
+        // A NUL cannot cross into a JS string through napi's C API.
+        let message = e.message().replace('\0', "\\u0000");
+        let error =
+            JsError::from(napi::Error::new(Status::GenericFailure, message)).into_unknown(*env);
+        let mut object = Object::from_raw(env.raw(), error.raw());
+        object.set_named_property("code", e.code())?;
+        if let Some(line) = e.line() {
+            object.set_named_property("line", line as u32)?;
+        }
+        if let Some(errno) = e.os_error() {
+            object.set_named_property("errno", errno)?;
+        }
+        Ok(napi::Error::from(error))
+    };
+    build().unwrap_or_else(|failed| failed)
+}
+
+/// Run `f` for a synchronous napi call: its error as `js_error`, a panic
+/// (a bug) as an `INTERNAL` error instead of an aborted process.
+pub fn call<T>(env: &Env, f: impl FnOnce() -> CoreResult<T>) -> napi::Result<T> {
+    guarded("the native call", f).map_err(|e| js_error(env, &e))
+}
+
+/// `f`'s result, or an `INTERNAL` error naming `what` when it panicked.
+pub fn guarded<T>(what: &str, f: impl FnOnce() -> CoreResult<T>) -> CoreResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(CoreError::new(
+            Code::Internal,
+            format!("{what} failed inside dsh-session-native (a bug): {why}"),
+        ))
+    })
 }

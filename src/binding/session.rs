@@ -2,9 +2,9 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
-use super::throw;
-use crate::error::{CoreError, CoreResult};
-use crate::log::{LineError, Log, Prepared};
+use super::{call, guarded};
+use crate::error::{Code, CoreError, CoreResult};
+use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{Buffer, Either, Object, Uint32Array};
 use napi::Result;
@@ -53,14 +53,6 @@ struct Seeder {
     thread: std::thread::JoinHandle<(Log, CoreResult<()>)>,
 }
 
-/// Why `fromJsonl` failed: the error's code and message, and its line.
-#[napi(object)]
-pub struct JsonlFailure {
-    pub code: String,
-    pub message: String,
-    pub line: u32,
-}
-
 #[napi]
 impl NativeSession {
     /// A session from an id, an optional seed (JSON array of snapshotted
@@ -74,15 +66,16 @@ impl NativeSession {
         header: Option<String>,
         now: f64,
     ) -> Result<Self> {
-        let mut log = Log::new(SessionHeader::minimal(&id, now));
-        if let Some(seed) = seed {
-            log.seed_json_array(&seed).map_err(|e| throw(&env, e))?;
-        }
-        if let Some(h) = header {
-            let header = SessionHeader::from_json(&id, &h).map_err(|e| throw(&env, e))?;
-            log = log.with_header(header);
-        }
-        Ok(NativeSession::from_log(log))
+        call(&env, || {
+            let mut log = Log::new(SessionHeader::minimal(&id, now));
+            if let Some(seed) = seed {
+                log.seed_json_array(&seed)?;
+            }
+            if let Some(h) = header {
+                log = log.with_header(SessionHeader::from_json(&id, &h)?);
+            }
+            Ok(NativeSession::from_log(log))
+        })
     }
 
     /// Seed the next events, given as a JSON array of snapshotted events
@@ -90,9 +83,7 @@ impl NativeSession {
     /// seed over in slices, so no transient holds all of it).
     #[napi(js_name = "seedJson")]
     pub fn seed_json(&mut self, env: Env, events: String) -> Result<()> {
-        self.log
-            .seed_json_array(&events)
-            .map_err(|e| throw(&env, e))
+        call(&env, || self.log.seed_json_array(&events))
     }
 
     /// `seedJson` on a helper thread: the slice is queued and checked there
@@ -111,7 +102,7 @@ impl NativeSession {
                 let mut result = Ok(());
                 for slice in queue {
                     if result.is_ok() {
-                        result = log.seed_json_array(&slice);
+                        result = guarded("checking a seed", || log.seed_json_array(&slice));
                     }
                 }
                 log.compress_as_filled(false);
@@ -131,38 +122,41 @@ impl NativeSession {
             return Ok(());
         };
         drop(slices);
-        match thread.join() {
+        call(&env, || match thread.join() {
             Ok((log, result)) => {
                 self.log = log;
-                result.map_err(|e| throw(&env, e))
+                result
             }
-            Err(_) => Err(throw(
-                &env,
-                CoreError::InvalidArgument("the seed helper thread failed".into()),
+            Err(_) => Err(CoreError::new(
+                Code::Internal,
+                "the seed helper thread failed inside dsh-session-native (a bug)",
             )),
-        }
+        })
     }
 
     /// Replace the session header (the constructor checks it after the
     /// seed, as the TypeScript core does).
     #[napi(js_name = "setHeader")]
     pub fn set_header(&mut self, env: Env, header: String) -> Result<()> {
-        let id = self.log.header().id().to_string();
-        let header = SessionHeader::from_json(&id, &header).map_err(|e| throw(&env, e))?;
-        self.log.set_header(header);
-        Ok(())
+        call(&env, || {
+            let id = self.log.header().id().to_string();
+            self.log.set_header(SessionHeader::from_json(&id, &header)?);
+            Ok(())
+        })
     }
 
-    /// Parse a whole JSONL log; a failure is returned (not thrown) so the
-    /// caller can attach the line to the error it throws. A Buffer's bytes
-    /// are the caller's: the log copies them (two halves on two threads).
+    /// Parse a whole JSONL log (the CLI's read; `Session.fromJsonl` pushes
+    /// pieces to a `JsonlReading`); a defect throws with its `line`. A
+    /// Buffer's bytes are the caller's: the log copies them.
     #[napi(js_name = "fromJsonl")]
-    pub fn from_jsonl(text: Either<String, Buffer>) -> Either<NativeSession, JsonlFailure> {
-        let read = match text {
-            Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e),
-            Either::B(b) => Log::from_jsonl(&b),
-        };
-        jsonl_result(read)
+    pub fn from_jsonl(env: Env, text: Either<String, Buffer>) -> Result<NativeSession> {
+        call(&env, || {
+            let log = match text {
+                Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e)?,
+                Either::B(b) => Log::from_jsonl(&b)?,
+            };
+            Ok(NativeSession::from_log(log))
+        })
     }
 
     #[napi(getter)]
@@ -216,10 +210,12 @@ impl NativeSession {
         data: Option<String>,
     ) -> Result<u32> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let p = self.validate(&env, &ty, seq, surface_meta, data)?;
-        let effect = p.effect();
-        self.log.commit_prepared(p);
-        Ok(effect)
+        call(&env, || {
+            let p = self.validate(&ty, seq, surface_meta, data)?;
+            let effect = p.effect();
+            self.log.commit_prepared(p);
+            Ok(effect)
+        })
     }
 
     /// Validate one live append and hold it until `commitPrepared` or
@@ -233,10 +229,12 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        let p = self.validate(&env, &ty, seq, surface_meta, data)?;
-        let effect = p.effect();
-        self.prepared = Some(p);
-        Ok(effect)
+        call(&env, || {
+            let p = self.validate(&ty, seq, surface_meta, data)?;
+            let effect = p.effect();
+            self.prepared = Some(p);
+            Ok(effect)
+        })
     }
 
     #[napi(js_name = "commitPrepared")]
@@ -290,9 +288,7 @@ impl NativeSession {
     #[napi(js_name = "eventsJson")]
     pub fn events_json(&mut self, env: Env, from: u32, to: u32) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        self.log
-            .events_json(from as usize, to as usize)
-            .map_err(|e| throw(&env, e))
+        call(&env, || self.log.events_json(from as usize, to as usize))
     }
 
     /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.
@@ -301,7 +297,7 @@ impl NativeSession {
     #[napi(js_name = "payloadsJson", ts_return_type = "string")]
     pub fn payloads_json<'e>(&mut self, env: &'e Env, seqs: Uint32Array) -> Result<JsString<'e>> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let json = self.log.payloads_json(&seqs).map_err(|e| throw(env, e))?;
+        let json = call(env, || self.log.payloads_json(&seqs))?;
         if json.is_ascii() {
             env.create_string_latin1(json.as_bytes())
         } else {
@@ -320,7 +316,7 @@ impl NativeSession {
     #[napi(js_name = "toJsonl")]
     pub fn to_jsonl(&mut self, env: Env) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        self.log.to_jsonl().map_err(|e| throw(&env, e))
+        call(&env, || self.log.to_jsonl())
     }
 
     /// A child session under `childId` holding the log's events `0..end`
@@ -336,13 +332,13 @@ impl NativeSession {
         now: f64,
         seed_length: u32,
     ) -> Result<Self> {
-        let header =
-            SessionHeader::child_of(self.log.header(), &child_id, now, seed_length as usize);
-        let log = self
-            .log
-            .fork_prefix(end as usize, header)
-            .map_err(|e| throw(&env, e))?;
-        Ok(NativeSession::from_log(log))
+        call(&env, || {
+            let header =
+                SessionHeader::child_of(self.log.header(), &child_id, now, seed_length as usize);
+            Ok(NativeSession::from_log(
+                self.log.fork_prefix(end as usize, header)?,
+            ))
+        })
     }
 }
 
@@ -350,24 +346,23 @@ impl NativeSession {
     /// The checks `append` and `prepare` share; nothing is held or changed.
     fn validate(
         &self,
-        env: &Env,
         ty: &str,
         seq: f64,
         surface_meta: Option<String>,
         data: Option<String>,
-    ) -> Result<Prepared> {
+    ) -> CoreResult<Prepared> {
         if self.prepared.is_some() {
-            return Err(throw(env, reentrant()));
+            return Err(reentrant());
         }
         self.log
             .prepare(ty, seq as u64, surface_meta.as_deref(), data.as_deref())
-            .map_err(|e| throw(env, e))
     }
 }
 
 fn reentrant() -> CoreError {
-    CoreError::Reentrant(
-        "session append cannot reenter while another append is being published".into(),
+    CoreError::new(
+        Code::Reentrant,
+        "session append cannot reenter while another append is being published",
     )
 }
 
@@ -391,18 +386,6 @@ impl NativeSession {
 
     pub(crate) fn token_value(&self) -> u64 {
         self.token
-    }
-}
-
-/// The result of reading a JSONL log, as `fromJsonl` returns it.
-fn jsonl_result(read: std::result::Result<Log, LineError>) -> Either<NativeSession, JsonlFailure> {
-    match read {
-        Ok(log) => Either::A(NativeSession::from_log(log)),
-        Err(e) => Either::B(JsonlFailure {
-            code: e.error.code().to_string(),
-            message: e.error.to_string(),
-            line: e.line as u32,
-        }),
     }
 }
 
@@ -454,15 +437,16 @@ impl JsonlReading {
         Ok(Some(out))
     }
 
-    /// The session read (waiting for the read), or why it failed.
+    /// The session read (waiting for the read); a defect throws with its
+    /// `line`.
     #[napi]
-    pub fn finish(&mut self, env: Env) -> Result<Either<NativeSession, JsonlFailure>> {
-        match self.reading.take() {
-            Some(mut reading) => Ok(jsonl_result(reading.finish())),
-            None => Err(throw(
-                &env,
-                CoreError::InvalidArgument("the JSONL log was already taken".into()),
+    pub fn finish(&mut self, env: Env) -> Result<NativeSession> {
+        call(&env, || match self.reading.take() {
+            Some(mut reading) => Ok(NativeSession::from_log(reading.finish()?)),
+            None => Err(CoreError::new(
+                Code::Internal,
+                "the JSONL log was already taken",
             )),
-        }
+        })
     }
 }

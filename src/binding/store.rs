@@ -7,35 +7,19 @@
 
 use super::session::{new_token, FlushSource, NativeSession};
 use super::threads;
-use super::throw;
-use crate::error::{CoreError, CoreResult};
+use super::{call, guarded, js_error};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
 use crate::store::{Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
-use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName, Unknown};
+use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-/// A JS `Error` with `code`, to reject a promise with.
-fn coded_error(env: &Env, e: &CoreError) -> napi::Error {
-    let build = || -> Result<napi::Error> {
-        let message = env.create_string(e.to_string())?;
-        let code = env.create_string(e.code())?;
-        let mut out = std::ptr::null_mut();
-        napi::check_status!(unsafe {
-            napi::sys::napi_create_error(env.raw(), code.raw(), message.raw(), &mut out)
-        })?;
-        Ok(napi::Error::from(unsafe {
-            Unknown::from_raw_unchecked(env.raw(), out)
-        }))
-    };
-    build().unwrap_or_else(|e| e)
-}
 
 /// One store operation: `work` runs on the libuv pool, `convert` on the
 /// main thread.
@@ -71,15 +55,10 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> ToNapiValue for Sto
         let (deferred, promise) = env.create_deferred::<J, Resolver<J>>()?;
         let convert = task.convert;
         let job: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let out =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
-                    Err(CoreError::Internal(
-                        "a store operation failed unexpectedly (its thread panicked)".into(),
-                    ))
-                });
+            let out = guarded("a store operation", work);
             deferred.resolve(Box::new(move |env: Env| match out {
                 Ok(o) => Ok(convert(o)),
-                Err(e) => Err(coded_error(&env, &e)),
+                Err(e) => Err(js_error(&env, &e)),
             }));
         });
         if let Err(job) = threads::spawn(job) {
@@ -147,7 +126,7 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
             .work
             .take()
             .ok_or_else(|| napi::Error::from_reason("store task ran twice"))?;
-        work().map_err(|e| {
+        guarded("a store operation", work).map_err(|e| {
             let reason = e.to_string();
             self.failure = Some(e);
             napi::Error::from_reason(reason)
@@ -160,7 +139,7 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
 
     fn reject(&mut self, env: Env, err: napi::Error) -> Result<J> {
         match self.failure.take() {
-            Some(e) => Err(coded_error(&env, &e)),
+            Some(e) => Err(js_error(&env, &e)),
             None => Err(err),
         }
     }
@@ -172,11 +151,14 @@ fn at_low_priority<T: Send>(
     key: &Key,
     load: impl FnOnce() -> CoreResult<T> + Send,
 ) -> CoreResult<T> {
-    crate::log::at_low_priority(load).unwrap_or_else(|| {
-        Err(CoreError::Internal(format!(
-            "loading session {} failed unexpectedly (the loader panicked)",
-            crate::json::quote(&key.id)
-        )))
+    crate::log::at_low_priority(|| guarded("loading a session", load)).unwrap_or_else(|| {
+        Err(CoreError::new(
+            Code::Internal,
+            format!(
+                "loading session {} failed inside dsh-session-native (a bug: the loader panicked)",
+                crate::json::quote(&key.id)
+            ),
+        ))
     })
 }
 
@@ -238,19 +220,21 @@ impl NativeStore {
     /// A SQLite store on `path` (or `:memory:`); the database opens on first use.
     #[napi(factory)]
     pub fn sqlite(env: Env, path: String, journal_mode: String) -> Result<NativeStore> {
-        if !JOURNAL_MODES.contains(&journal_mode.as_str()) {
-            return Err(throw(
-                &env,
-                CoreError::InvalidArgument(format!(
-                    "journalMode must be one of 'wal', 'delete', 'truncate', 'persist', got {}",
-                    crate::json::quote(&journal_mode)
-                )),
-            ));
-        }
-        Ok(NativeStore {
-            store: Arc::new(Store::new(SqliteBackend::new(path, journal_mode))),
-            jsonl: None,
-            own_threads: false,
+        call(&env, || {
+            if !JOURNAL_MODES.contains(&journal_mode.as_str()) {
+                return Err(CoreError::new(
+                    Code::InvalidArgument,
+                    format!(
+                        "journalMode must be one of 'wal', 'delete', 'truncate', 'persist', got {}",
+                        crate::json::quote(&journal_mode)
+                    ),
+                ));
+            }
+            Ok(NativeStore {
+                store: Arc::new(Store::new(SqliteBackend::new(path, journal_mode))),
+                jsonl: None,
+                own_threads: false,
+            })
         })
     }
 
@@ -267,19 +251,20 @@ impl NativeStore {
         connect_timeout_ms: u32,
     ) -> Result<NativeStore> {
         let ms = |n: u32| std::time::Duration::from_millis(u64::from(n));
-        let backend = PostgresBackend::new(PgOptions {
-            connection_string,
-            schema,
-            pool_size: pool_size.max(1) as usize,
-            lease: ms(lease_ms),
-            statement_timeout: ms(statement_timeout_ms),
-            connect_timeout: ms(connect_timeout_ms),
-        })
-        .map_err(|e| throw(&env, e))?;
-        Ok(NativeStore {
-            store: Arc::new(Store::new(backend)),
-            jsonl: None,
-            own_threads: true,
+        call(&env, || {
+            let backend = PostgresBackend::new(PgOptions {
+                connection_string,
+                schema,
+                pool_size: pool_size.max(1) as usize,
+                lease: ms(lease_ms),
+                statement_timeout: ms(statement_timeout_ms),
+                connect_timeout: ms(connect_timeout_ms),
+            })?;
+            Ok(NativeStore {
+                store: Arc::new(Store::new(backend)),
+                jsonl: None,
+                own_threads: true,
+            })
         })
     }
 
@@ -292,7 +277,7 @@ impl NativeStore {
         file: String,
         header_json: String,
     ) -> Result<StorePromise<(), ()>> {
-        let header = SessionHeader::from_json(&id, &header_json).map_err(|e| throw(&env, e))?;
+        let header = call(&env, || SessionHeader::from_json(&id, &header_json))?;
         let store = self.store.clone();
         Ok(task(self.own_threads, same, move || {
             store.create(&key(id, file), header)
@@ -378,11 +363,9 @@ impl NativeStore {
         task(self.own_threads, same, move || {
             let mut lines = String::with_capacity(live.iter().map(|b| b.len()).sum());
             for part in &live {
-                lines.push_str(
-                    std::str::from_utf8(part).map_err(|_| {
-                        CoreError::InvalidArgument("event texts are not UTF-8".into())
-                    })?,
-                );
+                lines.push_str(std::str::from_utf8(part).map_err(|_| {
+                    CoreError::new(Code::InvalidArgument, "event texts are not UTF-8")
+                })?);
             }
             drop(live);
             let flushed = store.flush(
@@ -422,7 +405,7 @@ impl NativeStore {
         let path = store
             .backend()
             .locate(cwd.as_deref(), &file)
-            .map_err(|e| throw(&env, e))?;
+            .map_err(|e| js_error(&env, &e))?;
         Ok(Some(path.to_string_lossy().into_owned()))
     }
 

@@ -4,9 +4,9 @@
 //! `store::sqlite::read_session`), and making that repair durable for a
 //! JSONL file (`store::jsonl::write_repair`).
 
+use super::js_error;
 use super::session::NativeSession;
-use super::throw;
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::invariants::{Trace, Transition};
 use crate::session_header::SessionHeader;
 use crate::store::load::Repaired;
@@ -26,7 +26,7 @@ use std::path::Path;
 /// `checkSessionInvariants(events)` over the events as one JSON array.
 #[napi(js_name = "checkSessionInvariantsJson")]
 pub fn check_session_invariants_json(env: Env, events_json: String) -> Result<()> {
-    crate::invariants::check_log_json(&events_json).map_err(|e| throw(&env, e))
+    crate::invariants::check_log_json(&events_json).map_err(|e| js_error(&env, &e))
 }
 
 /// The SPEC 9 checks of one live session: `check` validates the next event
@@ -43,7 +43,7 @@ impl InvariantTrace {
     #[napi(factory, js_name = "fromEventsJson")]
     pub fn from_events_json(env: Env, json: String) -> Result<InvariantTrace> {
         let mut trace = Trace::new();
-        trace.extend_json(&json).map_err(|e| throw(&env, e))?;
+        trace.extend_json(&json).map_err(|e| js_error(&env, &e))?;
         Ok(InvariantTrace {
             trace,
             staged: None,
@@ -57,7 +57,7 @@ impl InvariantTrace {
         let t = self
             .trace
             .validate(&event_json)
-            .map_err(|e| throw(&env, e))?;
+            .map_err(|e| js_error(&env, &e))?;
         self.staged = Some(t);
         Ok(())
     }
@@ -83,7 +83,7 @@ impl InvariantTrace {
         self.staged = None;
         self.trace
             .extend_json(&events_json)
-            .map_err(|e| throw(&env, e))
+            .map_err(|e| js_error(&env, &e))
     }
 
     /// How many events the trace has accepted.
@@ -373,10 +373,10 @@ impl LoadReport {
     fn loaded(&self, env: &Env) -> Result<&Loaded> {
         match (&self.loaded, &self.failure) {
             (Some(l), _) => Ok(l),
-            (None, Some(e)) => Err(throw(env, e.clone())),
-            (None, None) => Err(throw(
+            (None, Some(e)) => Err(js_error(env, e)),
+            (None, None) => Err(js_error(
                 env,
-                CoreError::InvalidArgument("no log was read".into()),
+                &CoreError::new(Code::Internal, "no log was read"),
             )),
         }
     }
@@ -402,7 +402,7 @@ impl LoadReport {
         let log = &l.repaired.log;
         let closers = log
             .events_json(l.repaired.preserved, log.len())
-            .map_err(|e| throw(&env, e))?;
+            .map_err(|e| js_error(&env, &e))?;
         Ok(format!(
             "{{\"header\":{},\"records\":{},\"preserved\":{},\"torn\":{},\"tornRecord\":{},\"closers\":{},\"fileBytes\":{},\"committedBytes\":{},\"written\":{}}}",
             log.header().json(),
@@ -428,7 +428,7 @@ impl LoadReport {
         }
         let kept = log
             .fork_prefix(l.repaired.preserved, log.header().clone())
-            .map_err(|e| throw(&env, e))?;
+            .map_err(|e| js_error(&env, &e))?;
         Ok(NativeSession::from_log(kept))
     }
 
@@ -447,7 +447,7 @@ impl LoadReport {
         let texts = (0..end)
             .map(|i| log.text(i))
             .collect::<CoreResult<Vec<_>>>()
-            .map_err(|e| throw(&env, e))?;
+            .map_err(|e| js_error(&env, &e))?;
         Ok(trace.extend(texts.iter().map(|t| &**t)).err().map(|e| {
             json!({"message": e.to_string(), "code": e.code(), "seq": trace.len()}).to_string()
         }))
@@ -583,7 +583,7 @@ impl Task for PgListTask {
                 format!("{{\"headers\":[{}]}}", headers.join(","))
             }
             // A schema without the store's tables holds no session.
-            Err(CoreError::NotFound(_)) => "{\"headers\":[]}".into(),
+            Err(e) if e.kind() == Code::NotFound => "{\"headers\":[]}".into(),
             Err(e) => json!({"error": {"code": e.code(), "message": e.to_string()}}).to_string(),
         })
     }

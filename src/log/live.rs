@@ -3,7 +3,7 @@
 //! and header effects.
 
 use super::{header_seq, Log, Prepared};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, Kind};
 use crate::scan::{member, object_members};
 use crate::surface::Candidate;
@@ -20,23 +20,30 @@ impl Log {
         data: Option<&str>,
     ) -> CoreResult<Prepared> {
         if seq < self.metas.len() as u64 {
-            return Err(CoreError::InvalidArgument(format!(
-                "append seq {seq} is behind the native log ({})",
-                self.metas.len()
-            )));
+            return Err(CoreError::new(
+                Code::InvalidArgument,
+                format!(
+                    "append seq {seq} is behind the native log ({})",
+                    self.metas.len()
+                ),
+            ));
         }
         let kind = Kind::of(ty);
         if let Some(legacy) = legacy_of(kind, data) {
-            return Err(CoreError::LegacyVocabulary(
+            return Err(CoreError::new(
+                Code::LegacyVocabulary,
                 legacy.uses_message(&format!("session event \"{ty}\"")),
             ));
         }
         // `{surfaceOp?, sourceEventSeqs?}` as JS wrote it from its snapshot.
         let members = match surface_meta {
             Some(m) => object_members(m).ok_or_else(|| {
-                CoreError::NotLossless(format!(
-                    "session event \"{ty}\" carries non-JSON-serializable surface metadata"
-                ))
+                CoreError::new(
+                    Code::NotLossless,
+                    format!(
+                        "session event \"{ty}\" carries non-JSON-serializable surface metadata"
+                    ),
+                )
             })?,
             None => Vec::new(),
         };

@@ -30,7 +30,7 @@ pub use texts::{Text, Texts};
 pub use crate::priority::at_low_priority;
 pub(crate) use crate::priority::lower_priority;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
@@ -82,13 +82,6 @@ impl Prepared {
                 0
             }
     }
-}
-
-/// An error found while reading a log, with the 1-based line it is on.
-#[derive(Debug)]
-pub struct LineError {
-    pub error: CoreError,
-    pub line: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -255,7 +248,7 @@ impl Log {
             Err(ReadError::Invalid(err)) => return Err(Some(err)),
         };
         if e.seq != index as u64 {
-            return Err(Some(CoreError::NotContiguous(format!(
+            return Err(Some(CoreError::new(Code::NotContiguous, format!(
                 "seed event at index {index} has seq {} (expected {index}); seed must be contiguous from 0",
                 e.seq
             ))));
@@ -309,10 +302,9 @@ impl Log {
     fn replay_into(&self, end: usize, log: &mut Log) -> CoreResult<()> {
         log.metas.reserve_exact(end);
         for i in 0..end {
-            let meta = self
-                .metas
-                .get(i)
-                .ok_or_else(|| CoreError::Internal(format!("no facts kept for event {i}")))?;
+            let meta = self.metas.get(i).ok_or_else(|| {
+                CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
+            })?;
             let plan = log.surface.replay_plan(i as u64, meta.op)?;
             log.apply(&plan, header_seq(meta.kind, i as u64));
             log.note_meta(meta);
@@ -412,13 +404,13 @@ mod tests {
         assert_eq!((log.len(), log.surface().nodes()), (2, vec![1u64]));
         assert_eq!(log.to_jsonl().unwrap(), format!("{header}\n{e0}\n{e1}\n"));
         let err = Log::from_jsonl(format!("{header}\n{e0}\n\n{e1}\n").as_bytes()).unwrap_err();
-        assert_eq!((err.line, err.error.code()), (3, "CORRUPT_LOG"));
+        assert_eq!((err.line(), err.code()), (Some(3), "CORRUPT_LOG"));
         let err = Log::from_jsonl(format!("{header}\n{e1}\n").as_bytes()).unwrap_err();
         assert_eq!(
-            err.error.to_string(),
+            err.to_string(),
             "seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"
         );
-        assert_eq!(err.line, 2);
+        assert_eq!(err.line(), Some(2));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! be read is an `INTERNAL` error, never a made-up value.
 
 use super::{Log, Text};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
 use crate::repair::{closers, ScanEvent};
 
@@ -27,8 +27,12 @@ impl Log {
     /// The payload text of event `seq` (the log holds accepted texts only).
     pub fn data_of(&self, seq: usize) -> CoreResult<Text<'_>> {
         let text = self.texts.get(seq)?;
-        let data = crate::scan::accepted_member(&text, "data")
-            .ok_or_else(|| CoreError::Internal(format!("the text of event {seq} has no data")))?;
+        let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
+            CoreError::new(
+                Code::Internal,
+                format!("the text of event {seq} has no data"),
+            )
+        })?;
         let start = data.as_ptr() as usize - text.as_ptr() as usize;
         let end = start + data.len();
         Ok(text.narrow_to(start, end))
@@ -84,10 +88,9 @@ impl Log {
         let from = self.last_boundary.unwrap_or(0);
         let mut datas = Vec::with_capacity(self.texts.len().saturating_sub(from));
         for i in from..self.texts.len() {
-            let meta = self
-                .metas
-                .get(i)
-                .ok_or_else(|| CoreError::Internal(format!("no facts kept for event {i}")))?;
+            let meta = self.metas.get(i).ok_or_else(|| {
+                CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
+            })?;
             datas.push((i, meta, self.data_of(i)?));
         }
         Ok(closers(datas.iter().map(|(i, meta, data)| ScanEvent {

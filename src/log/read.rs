@@ -1,8 +1,8 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::{LineError, Log, TextRef};
-use crate::error::{CoreError, CoreResult};
+use super::{Log, TextRef};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::priority::lower_priority;
 use crate::session_header::SessionHeader;
@@ -142,37 +142,40 @@ pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepare
 
 /// The session header of a JSONL log from its first line (`None`: the log
 /// has no line).
-pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, LineError> {
+pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError> {
     match line {
         Some(line) if !line.trim().is_empty() => SessionHeader::from_line(line),
-        _ => Err(CoreError::CorruptLog(
-            "empty or header-less session log".into(),
+        _ => Err(CoreError::new(
+            Code::CorruptLog,
+            "empty or header-less session log",
         )),
     }
-    .map_err(|error| LineError { error, line: 1 })
+    .map_err(|error| error.at_line(1))
 }
 
 /// The error of the JSONL log event at `index` (on line `index + 2`) that
 /// failed (`None`: unparsable).
-pub(super) fn event_error(index: usize, err: Option<CoreError>) -> LineError {
+pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     let line = index + 2;
     let error = err.unwrap_or_else(|| {
-        CoreError::CorruptLog(format!(
-            "corrupt session log: unparsable event at line {line}"
-        ))
+        CoreError::new(
+            Code::CorruptLog,
+            format!("corrupt session log: unparsable event at line {line}"),
+        )
     });
-    LineError { error, line }
+    error.at_line(line)
 }
 
 pub(super) fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
 
-pub(super) fn invalid_utf8(line: usize) -> LineError {
-    LineError {
-        error: CoreError::CorruptLog(format!("corrupt session log: invalid UTF-8 at line {line}")),
-        line,
-    }
+pub(super) fn invalid_utf8(line: usize) -> CoreError {
+    CoreError::new(
+        Code::CorruptLog,
+        format!("corrupt session log: invalid UTF-8 at line {line}"),
+    )
+    .at_line(line)
 }
 
 /// `bytes` cut after the first newline at or past the middle, when long.
@@ -201,7 +204,7 @@ pub(super) struct Stream {
     /// The line of the first invalid UTF-8 (it wins over every other defect).
     invalid_utf8: Option<usize>,
     /// The first other defect.
-    failed: Option<LineError>,
+    failed: Option<CoreError>,
     /// The log, once its header is read.
     log: Option<Log>,
     /// Whether the header line was read.
@@ -238,7 +241,7 @@ impl Stream {
         text: &str,
         spans: &[(usize, usize)],
         observe: &mut Observe<'_>,
-    ) -> Result<(), LineError> {
+    ) -> Result<(), CoreError> {
         let mut spans = spans;
         if !self.header_read {
             self.header_read = true;
@@ -278,7 +281,7 @@ impl Stream {
         mut self,
         rest: Vec<Prepared>,
         observe: &mut Observe<'_>,
-    ) -> Result<Log, (LineError, Vec<String>)> {
+    ) -> Result<Log, (CoreError, Vec<String>)> {
         let mut pieces = Vec::with_capacity(rest.len());
         for piece in rest {
             match piece {
@@ -294,7 +297,7 @@ impl Stream {
             }
         }
         let failed =
-            |error: LineError, done: Vec<String>, pieces: Vec<(String, Vec<(usize, usize)>)>| {
+            |error: CoreError, done: Vec<String>, pieces: Vec<(String, Vec<(usize, usize)>)>| {
                 Err((
                     error,
                     done.into_iter()
@@ -379,15 +382,16 @@ impl Log {
     /// continue the log: the first is at index `len()`.
     pub fn seed_json_array(&mut self, json: &str) -> CoreResult<()> {
         let items = crate::scan::array_items(json)
-            .ok_or_else(|| CoreError::InvalidArgument("seed is not a JSON array".into()))?;
+            .ok_or_else(|| CoreError::new(Code::InvalidArgument, "seed is not a JSON array"))?;
         let first = self.len();
         for (k, raw) in items.iter().enumerate() {
             let index = first + k;
             self.accept_text(raw, index).map_err(|e| {
                 e.unwrap_or_else(|| {
-                    CoreError::NotLossless(format!(
-                        "seed event at index {index} is not losslessly JSON-serializable"
-                    ))
+                    CoreError::new(
+                        Code::NotLossless,
+                        format!("seed event at index {index} is not losslessly JSON-serializable"),
+                    )
                 })
             })?;
         }
@@ -396,7 +400,7 @@ impl Log {
 
     /// Parse a whole v0 JSONL log (the caller's bytes, copied into the
     /// log's own buffers, two halves on two threads when the log is long).
-    pub fn from_jsonl(bytes: &[u8]) -> Result<Log, LineError> {
+    pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
         let pieces = match halves(bytes) {
             Some((a, b)) => vec![Piece::Copy(a), Piece::Copy(b)],
             None => vec![Piece::Copy(bytes)],
@@ -406,7 +410,7 @@ impl Log {
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
     /// buffer comes back with the error.
-    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (LineError, Vec<u8>)> {
+    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
         if let Err(e) = std::str::from_utf8(&bytes) {
             let line = newlines(&bytes[..e.valid_up_to()]) + 1;
             return Err((invalid_utf8(line), bytes));
@@ -423,7 +427,7 @@ impl Log {
         pieces: Vec<Piece<'_>>,
         helper: Helper,
         mut observe: Observe<'_>,
-    ) -> Result<Log, (LineError, Vec<String>)> {
+    ) -> Result<Log, (CoreError, Vec<String>)> {
         Stream::default().finish(prepare_all(pieces, helper), &mut observe)
     }
 
@@ -630,14 +634,14 @@ mod tests {
     }
 
     /// What reading `bytes` gives: the log's JSONL and surface, or the error.
-    fn outcome(read: Result<Log, LineError>) -> Result<(String, Vec<u64>), (usize, String)> {
+    fn outcome(read: Result<Log, CoreError>) -> Result<(String, Vec<u64>), (usize, String)> {
         read.map(|log| (log.to_jsonl().expect("texts read"), log.surface().nodes()))
-            .map_err(|e| (e.line, e.error.to_string()))
+            .map_err(|e| (e.line().unwrap_or(0), e.to_string()))
     }
 
     /// `bytes` pushed `step` bytes at a time into a reading cut in pieces of
     /// about `piece` bytes, and read.
-    fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, LineError> {
+    fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, CoreError> {
         let mut reading = super::super::resume::JsonlReading::with_piece_bytes(piece);
         for part in bytes.chunks(step) {
             reading.push(part);
@@ -646,7 +650,7 @@ mod tests {
         reading.finish()
     }
 
-    fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, LineError> {
+    fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, CoreError> {
         Log::read_pieces(
             pieces.into_iter().map(Piece::Keep).collect(),
             Helper::Awaited,
@@ -761,21 +765,21 @@ mod tests {
             torn[at] = "{\n";
             let err = Log::from_jsonl(torn.concat().as_bytes())
                 .err()
-                .map(|e| e.line);
+                .map(|e| e.line().unwrap_or(0));
             assert_eq!(err, Some(at + 1), "defect on line {}", at + 1);
             // Read while pushed: some pieces as they come, the rest on two threads.
             let pushed = read_pushed(torn.concat().as_bytes(), 100_000, 1 << 16);
-            assert_eq!(pushed.err().map(|e| e.line), Some(at + 1));
+            assert_eq!(pushed.err().map(|e| e.line().unwrap_or(0)), Some(at + 1));
             // A second defect later is not the one named.
             if at + 5 < lines.len() {
                 torn[at + 5] = "[\n";
                 let err = Log::from_jsonl(torn.concat().as_bytes())
                     .err()
-                    .map(|e| e.line);
+                    .map(|e| e.line().unwrap_or(0));
                 assert_eq!(err, Some(at + 1));
             }
         }
-        let log = Log::from_jsonl(text.as_bytes()).map_err(|e| e.line);
+        let log = Log::from_jsonl(text.as_bytes()).map_err(|e| e.line().unwrap_or(0));
         assert_eq!(log.map(|l| l.len()), Ok(PARALLEL_MIN_LINES + 900));
         let whole = outcome(Log::from_jsonl(text.as_bytes()));
         for (step, piece) in [(100_000, 1 << 16), (7_000, 1 << 20), (1 << 20, 3_000)] {

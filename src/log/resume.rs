@@ -15,7 +15,8 @@
 //! reads the rest from the log as it would without it.
 
 use super::read::{prepare, prepare_all, Piece, Stream};
-use super::{Helper, LineError, Log};
+use super::{Helper, Log};
+use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -61,8 +62,8 @@ pub struct JsonlReading {
 
 enum State {
     Pushing,
-    Reading(JoinHandle<Result<Log, LineError>>),
-    Read(Box<Result<Log, LineError>>),
+    Reading(JoinHandle<Result<Log, CoreError>>),
+    Read(Box<Result<Log, CoreError>>),
     Finished,
 }
 
@@ -170,12 +171,9 @@ impl JsonlReading {
 
     /// The log, once read (waiting for the reading thread). The pushing
     /// ends here.
-    pub fn finish(&mut self) -> Result<Log, LineError> {
+    pub fn finish(&mut self) -> Result<Log, CoreError> {
         self.end();
-        let failed = |what: &str| LineError {
-            error: crate::error::CoreError::InvalidArgument(what.into()),
-            line: 0,
-        };
+        let failed = |what: &str| CoreError::new(Code::Internal, what);
         match std::mem::replace(&mut self.state, State::Finished) {
             State::Reading(thread) => thread
                 .join()
@@ -193,7 +191,7 @@ impl JsonlReading {
 fn read(
     pieces: mpsc::Receiver<Vec<u8>>,
     send: mpsc::Sender<PayloadBatch>,
-) -> Result<Log, LineError> {
+) -> Result<Log, CoreError> {
     let mut handing = Handing::new(send);
     let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
     let mut stream = Stream::default();
@@ -342,7 +340,7 @@ mod tests {
     }
 
     /// `bytes` pushed 10,000 at a time into 64 KB pieces, and read.
-    fn read_all(bytes: &[u8]) -> (Vec<PayloadBatch>, Result<Log, LineError>) {
+    fn read_all(bytes: &[u8]) -> (Vec<PayloadBatch>, Result<Log, CoreError>) {
         let mut reading = JsonlReading::with_piece_bytes(64 << 10);
         for part in bytes.chunks(10_000) {
             reading.push(part);
@@ -371,7 +369,9 @@ mod tests {
             text.push('\n');
         }
         let (batches, log) = read_all(text.as_bytes());
-        let log = log.map_err(|e| e.line).expect("the log reads");
+        let log = log
+            .map_err(|e| e.line().unwrap_or(0))
+            .expect("the log reads");
         assert!(batches.len() > 1);
         let seqs: Vec<u32> = batches
             .iter()
@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(
             log.to_jsonl().expect("texts read"),
             Log::from_jsonl(text.as_bytes())
-                .map_err(|e| e.line)
+                .map_err(|e| e.line().unwrap_or(0))
                 .expect("reads")
                 .to_jsonl()
                 .expect("texts read")
@@ -396,7 +396,9 @@ mod tests {
     fn the_hand_over_stops_when_replaces_drop_most_of_what_it_sent() {
         let text = compacted(600);
         let (batches, log) = read_all(text.as_bytes());
-        let log = log.map_err(|e| e.line).expect("the log reads");
+        let log = log
+            .map_err(|e| e.line().unwrap_or(0))
+            .expect("the log reads");
         assert_eq!(log.surface().nodes().len(), 1);
         let sent: usize = batches.iter().map(|b| b.seqs.len()).sum();
         // Two nodes at most at a time: it stops past 2 * 2 + the slack.
@@ -419,7 +421,7 @@ mod tests {
         text.push_str("{\"type\":\n");
         let (batches, log) = read_all(text.as_bytes());
         assert!(!batches.is_empty());
-        let err = log.err().map(|e| (e.line, e.error.code()));
+        let err = log.err().map(|e| (e.line().unwrap_or(0), e.code()));
         assert_eq!(err, Some((802, "CORRUPT_LOG")));
     }
 
@@ -432,7 +434,7 @@ mod tests {
         assert_eq!(log.map(|l| l.len()).ok(), Some(80));
         let (batches, log) = read_all(b"");
         assert!(batches.is_empty());
-        assert_eq!(log.err().map(|e| e.line), Some(1));
+        assert_eq!(log.err().map(|e| e.line().unwrap_or(0)), Some(1));
         // The log is taken once.
         let mut reading = JsonlReading::of_bytes(text.as_bytes());
         assert!(reading.finish().is_ok());

@@ -1,16 +1,19 @@
 //! Event texts in blocks that never move; full blocks are kept compressed.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 fn missing(k: usize) -> CoreError {
-    CoreError::Internal(format!("block {k} of event texts is missing"))
+    CoreError::new(
+        Code::Internal,
+        format!("block {k} of event texts is missing"),
+    )
 }
 
 fn missing_text(i: usize) -> CoreError {
-    CoreError::Internal(format!("the text of event {i} is missing"))
+    CoreError::new(Code::Internal, format!("the text of event {i} is missing"))
 }
 
 /// One block of texts, one after another.
@@ -136,11 +139,15 @@ impl Texts {
                     }
                 }
                 let raw = lz4_flex::block::decompress(bytes, *len).map_err(|e| {
-                    CoreError::Internal(format!("a block of event texts does not decompress: {e}"))
+                    CoreError::new(
+                        Code::Internal,
+                        format!("a block of event texts does not decompress: {e}"),
+                    )
                 })?;
                 let block = Arc::new(String::from_utf8(raw).map_err(|_| {
-                    CoreError::Internal(
-                        "a block of event texts decompresses to invalid UTF-8".into(),
+                    CoreError::new(
+                        Code::Internal,
+                        "a block of event texts decompresses to invalid UTF-8",
                     )
                 })?);
                 *recent = Some((k, block.clone()));

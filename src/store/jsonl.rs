@@ -11,7 +11,7 @@
 
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use sha2::{Digest, Sha256};
@@ -125,11 +125,14 @@ pub fn lease_log(path: &Path) -> CoreResult<Option<super::lease::Lease>> {
 
 /// `LOG_REPLACED`: the log at `path` is not the file the store had open.
 fn replaced(path: &Path, id: &str, what: &str) -> CoreError {
-    CoreError::LogReplaced(format!(
-        "session log \"{}\" of session {} {what}; nothing was written (load the session again)",
-        path.display(),
-        crate::json::quote(id)
-    ))
+    CoreError::new(
+        Code::LogReplaced,
+        format!(
+            "session log \"{}\" of session {} {what}; nothing was written (load the session again)",
+            path.display(),
+            crate::json::quote(id)
+        ),
+    )
 }
 
 const REMOVED: &str = "was removed while this store had it open";
@@ -165,7 +168,7 @@ pub fn check_still_the_log(file: &File, path: &Path, len: u64, id: &str) -> Core
 }
 
 pub(crate) fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
-    CoreError::Io(format!("{what} \"{}\": {e}", path.display()))
+    CoreError::new(Code::Io, format!("{what} \"{}\": {e}", path.display()))
 }
 
 /// The directory a session's log lives in, by its header's cwd.
@@ -199,10 +202,13 @@ fn check_file_name(file: &str) -> CoreResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(CoreError::InvalidArgument(format!(
-            "invalid encoded session file name {}",
-            crate::json::quote(file)
-        )))
+        Err(CoreError::new(
+            Code::InvalidArgument,
+            format!(
+                "invalid encoded session file name {}",
+                crate::json::quote(file)
+            ),
+        ))
     }
 }
 
@@ -259,7 +265,7 @@ pub struct Split<'a> {
 
 /// Split a JSONL log into its header and records.
 pub fn split<'a>(bytes: &'a [u8]) -> CoreResult<Split<'a>> {
-    let header_less = || CoreError::CorruptLog("empty or header-less session log".into());
+    let header_less = || CoreError::new(Code::CorruptLog, "empty or header-less session log");
     let whole = std::str::from_utf8(bytes).ok();
     let newline = |from: usize| match whole {
         Some(t) => t[from..].find('\n').map(|i| from + i),
@@ -282,7 +288,10 @@ pub fn split<'a>(bytes: &'a [u8]) -> CoreResult<Split<'a>> {
     }
     let header = text_of(first)
         .ok_or_else(|| {
-            CoreError::CorruptLog("corrupt session log: first line is not a session header".into())
+            CoreError::new(
+                Code::CorruptLog,
+                "corrupt session log: first line is not a session header",
+            )
         })
         .and_then(SessionHeader::from_line)?;
     let header_end = first_end + 1;
@@ -478,15 +487,18 @@ impl JsonlBackend {
         match found.len() {
             0 => Ok(None),
             1 => Ok(found.pop()),
-            _ => Err(CoreError::CorruptLog(format!(
-                "session {} has more than one log: {}",
-                crate::json::quote(&key.id),
-                found
-                    .iter()
-                    .map(|p| format!("\"{}\"", p.display()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
+            _ => Err(CoreError::new(
+                Code::CorruptLog,
+                format!(
+                    "session {} has more than one log: {}",
+                    crate::json::quote(&key.id),
+                    found
+                        .iter()
+                        .map(|p| format!("\"{}\"", p.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
         }
     }
 

@@ -6,7 +6,7 @@
 //! files are never removed: removing one while another store waits on it
 //! would let two stores lock two different files of one path.
 
-use crate::error::CoreError;
+use crate::error::{Code, CoreError};
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -36,7 +36,10 @@ impl Refused {
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Refused {
-    Refused::Failed(CoreError::Io(format!("{what} \"{}\": {e}", path.display())))
+    Refused::Failed(CoreError::new(
+        Code::Io,
+        format!("{what} \"{}\": {e}", path.display()),
+    ))
 }
 
 /// The pid the holder wrote into the lock file, when it reads as one.
@@ -71,11 +74,14 @@ pub fn acquire(path: &Path, subject: &str) -> Result<Lease, Refused> {
                 Some(pid) => format!("process {pid}"),
                 None => "another store".to_string(),
             };
-            return Err(Refused::InUse(CoreError::SessionInUse(format!(
-                "{subject} is in use: its write lease is held by {holder} (lock file \"{}\"); \
+            return Err(Refused::InUse(CoreError::new(
+                Code::SessionInUse,
+                format!(
+                    "{subject} is in use: its write lease is held by {holder} (lock file \"{}\"); \
                  nothing was written",
-                path.display()
-            ))));
+                    path.display()
+                ),
+            )));
         }
         Err(TryLockError::Error(e)) => return Err(io("cannot lock", path, e)),
     }

@@ -5,7 +5,7 @@
 //! events must pass every seed rule; the section-8 closers then balance the
 //! log.
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Log;
 use crate::scan::{read_event_line, string_is, string_lossy, string_value};
 use crate::session_header::SessionHeader;
@@ -77,20 +77,26 @@ fn probe(record: Option<&str>) -> Probe<'_> {
 }
 
 fn unparsable(place: Place, index: usize) -> CoreError {
-    CoreError::CorruptLog(format!(
-        "corrupt session log: unparsable committed event at {} {}",
-        place.name(),
-        index + 1
-    ))
+    CoreError::new(
+        Code::CorruptLog,
+        format!(
+            "corrupt session log: unparsable committed event at {} {}",
+            place.name(),
+            index + 1
+        ),
+    )
 }
 
 fn gap(place: Place, index: usize, got: Option<&str>) -> CoreError {
-    CoreError::CorruptLog(format!(
-        "corrupt session log: seq gap in committed region at {} {} (expected {index}, got {})",
-        place.name(),
-        index + 1,
-        shown(got)
-    ))
+    CoreError::new(
+        Code::CorruptLog,
+        format!(
+            "corrupt session log: seq gap in committed region at {} {} (expected {index}, got {})",
+            place.name(),
+            index + 1,
+            shown(got)
+        ),
+    )
 }
 
 /// A raw field text as JavaScript's `${value}` shows it (objects and
@@ -128,11 +134,14 @@ fn turn_end_from(records: &[Option<&str>], index: usize) -> bool {
 
 fn check_identity(id: &str, header: &SessionHeader) -> CoreResult<()> {
     if header.id() != id {
-        return Err(CoreError::CorruptLog(format!(
-            "stored session identity mismatch: requested {}, header contains {}",
-            crate::json::quote(id),
-            crate::json::quote(header.id())
-        )));
+        return Err(CoreError::new(
+            Code::CorruptLog,
+            format!(
+                "stored session identity mismatch: requested {}, header contains {}",
+                crate::json::quote(id),
+                crate::json::quote(header.id())
+            ),
+        ));
     }
     Ok(())
 }
@@ -165,7 +174,7 @@ pub fn repair(
             Some(text) => match log.accept_text(text, index) {
                 Ok(()) => None,
                 Err(None) => Some(None),
-                Err(Some(CoreError::NotContiguous(_))) => Some(Some(seq_of(text))),
+                Err(Some(e)) if e.kind() == Code::NotContiguous => Some(Some(seq_of(text))),
                 // A rule broken by a readable event: the exact report order
                 // (corruption, then legacy vocabulary, then the rest) needs
                 // every record classified first.
@@ -218,7 +227,8 @@ fn slow_repair(
     }
     for (index, record) in records.iter().take(cut).enumerate() {
         if let Some(legacy) = record.and_then(legacy_in) {
-            return Err(CoreError::LegacyVocabulary(
+            return Err(CoreError::new(
+                Code::LegacyVocabulary,
                 legacy.load_message(id, index as u64),
             ));
         }
@@ -228,11 +238,14 @@ fn slow_repair(
         let text = record.unwrap_or_default();
         log.accept_text(text, index).map_err(|e| {
             let reason = e.map_or_else(|| "unparsable".to_string(), |e| e.to_string());
-            CoreError::CorruptLog(format!(
-                "corrupt session log: invalid event at {} {}: {reason}",
-                place.name(),
-                index + 1
-            ))
+            CoreError::new(
+                Code::CorruptLog,
+                format!(
+                    "corrupt session log: invalid event at {} {}: {reason}",
+                    place.name(),
+                    index + 1
+                ),
+            )
         })?;
     }
     finish(log, cut, records.len())
@@ -243,10 +256,13 @@ fn finish(mut log: Log, preserved: usize, total: usize) -> CoreResult<Repaired> 
     for text in log.closers()? {
         let index = log.len();
         log.accept_text(&text, index).map_err(|e| {
-            CoreError::CorruptLog(format!(
-                "corrupt session log: cannot close the interrupted turn: {}",
-                e.map_or_else(|| "unparsable closer".to_string(), |e| e.to_string())
-            ))
+            CoreError::new(
+                Code::CorruptLog,
+                format!(
+                    "corrupt session log: cannot close the interrupted turn: {}",
+                    e.map_or_else(|| "unparsable closer".to_string(), |e| e.to_string())
+                ),
+            )
         })?;
     }
     Ok(Repaired {

@@ -18,7 +18,7 @@ pub mod load;
 pub mod postgres;
 pub mod sqlite;
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
 use crate::log::{Log, Texts};
 use crate::session_header::SessionHeader;
@@ -98,7 +98,10 @@ impl SessionTexts {
 }
 
 fn missing_live(seq: u64) -> CoreError {
-    CoreError::Internal(format!("the flush was not given the text of event {seq}"))
+    CoreError::new(
+        Code::Internal,
+        format!("the flush was not given the text of event {seq}"),
+    )
 }
 
 /// A live session's flush, as the binding hands it over.
@@ -302,23 +305,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub fn not_found(id: &str) -> CoreError {
-    CoreError::NotFound(format!("session {} not found", crate::json::quote(id)))
+    CoreError::new(
+        Code::NotFound,
+        format!("session {} not found", crate::json::quote(id)),
+    )
 }
 
 pub fn persisted_collision(id: &str) -> CoreError {
-    CoreError::AlreadyExists(format!(
-        "session {} already has a persisted log on disk; load/resume it instead of creating",
-        crate::json::quote(id)
-    ))
+    CoreError::new(
+        Code::AlreadyExists,
+        format!(
+            "session {} already has a persisted log on disk; load/resume it instead of creating",
+            crate::json::quote(id)
+        ),
+    )
 }
 
 /// A flush of a session whose history is not the stored log's.
 fn different_history(id: &str, why: &str) -> CoreError {
-    CoreError::AlreadyExists(format!(
+    CoreError::new(
+        Code::AlreadyExists,
+        format!(
         "session {} already has a persisted log on disk that does not match this live session: \
          the histories differ ({why}); nothing was written",
         crate::json::quote(id)
-    ))
+    ),
+    )
 }
 
 /// A header a store can write: SQLite keeps `createdAt` as an INTEGER, so
@@ -326,16 +338,19 @@ fn different_history(id: &str, why: &str) -> CoreError {
 pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
     match header.get("createdAt") {
         Some(v) if crate::json::as_seq(v).is_some() => Ok(()),
-        other => Err(CoreError::InvalidHeader(format!(
+        other => Err(CoreError::new(
+            Code::InvalidHeader,
+            format!(
             "session header createdAt must be a non-negative safe integer to be persisted, got {}",
             other.map_or_else(|| "undefined".to_string(), Value::to_string)
-        ))),
+        ),
+        )),
     }
 }
 
 /// `SEQ_MISMATCH`: a batch starting at `first` where storage holds `stored` events.
 pub(crate) fn seq_mismatch(id: &str, first: u64, stored: u64) -> CoreError {
-    CoreError::SeqMismatch(format!(
+    CoreError::new(Code::SeqMismatch, format!(
         "append seq mismatch for {}: expected {stored} at index 0, got {first} (the store holds {stored} events)",
         crate::json::quote(id)
     ))
@@ -362,7 +377,7 @@ impl<B: Backend> Store<B> {
 
     fn check_open(&self) -> CoreResult<()> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(CoreError::Closed("session store is closed".into()));
+            return Err(CoreError::new(Code::Closed, "session store is closed"));
         }
         Ok(())
     }
@@ -429,10 +444,13 @@ impl<B: Backend> Store<B> {
         let mut slot = lock(&slot);
         if slot.as_ref().is_some_and(|t| t.owner.is_some()) {
             if writer {
-                return Err(CoreError::SessionInUse(format!(
-                    "{} is in use: a live session of this store writes it; nothing was written",
-                    lease::subject(&key.id)
-                )));
+                return Err(CoreError::new(
+                    Code::SessionInUse,
+                    format!(
+                        "{} is in use: a live session of this store writes it; nothing was written",
+                        lease::subject(&key.id)
+                    ),
+                ));
             }
             return Ok(self.read_only(key)?.ok_or_else(|| not_found(&key.id))?.log);
         }
@@ -502,9 +520,9 @@ impl<B: Backend> Store<B> {
             return Ok(());
         }
         match self.refresh(key, t, mode) {
-            Err(CoreError::NotFound(m)) => {
+            Err(e) if e.kind() == Code::NotFound => {
                 *slot = None;
-                Err(CoreError::NotFound(m))
+                Err(e)
             }
             other => other,
         }
@@ -555,7 +573,7 @@ impl<B: Backend> Store<B> {
     fn compare(&self, key: &Key, texts: &SessionTexts, from: u64, stored: u64) -> CoreResult<()> {
         let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
         if loaded.stored as u64 != stored {
-            return Err(CoreError::SeqMismatch(format!(
+            return Err(CoreError::new(Code::SeqMismatch, format!(
                 "flush of session {}: storage holds {} events where this store read {stored}; nothing was written",
                 crate::json::quote(&key.id),
                 loaded.stored
@@ -627,10 +645,13 @@ fn last_text(log: &Log, end: usize) -> CoreResult<Option<Box<str>>> {
 /// live events, the lines JS wrote are the batch as they are.
 fn batch_of(id: &str, texts: SessionTexts, from: u64, to: u64) -> CoreResult<Batch> {
     let wrong = |seq: u64| {
-        CoreError::SeqMismatch(format!(
-            "flush of session {}: the text given for seq {seq} is not the event at that seq",
-            crate::json::quote(id)
-        ))
+        CoreError::new(
+            Code::SeqMismatch,
+            format!(
+                "flush of session {}: the text given for seq {seq} is not the event at that seq",
+                crate::json::quote(id)
+            ),
+        )
     };
     if from >= to {
         return Ok(Batch {
@@ -689,14 +710,14 @@ fn batch_of(id: &str, texts: SessionTexts, from: u64, to: u64) -> CoreResult<Bat
 /// checked once the stored length is known.
 fn parse_batch(id: &str, json: &str) -> CoreResult<(Batch, Vec<u64>)> {
     let items = crate::scan::array_items(json)
-        .ok_or_else(|| CoreError::InvalidArgument("append batch is not a JSON array".into()))?;
+        .ok_or_else(|| CoreError::new(Code::InvalidArgument, "append batch is not a JSON array"))?;
     let mut seqs = Vec::with_capacity(items.len());
     let mut lines = String::with_capacity(json.len() + items.len());
     let mut legacy = None;
     for (index, &text) in items.iter().enumerate() {
         match read_event(text, index) {
             Ok(e) => seqs.push(e.seq),
-            Err(ReadError::Invalid(CoreError::LegacyVocabulary(_))) => {
+            Err(ReadError::Invalid(e)) if e.kind() == Code::LegacyVocabulary => {
                 if legacy.is_none() {
                     legacy = legacy_in(text).map(|(l, seq)| (l, seq.unwrap_or(index as u64)));
                 }
@@ -712,17 +733,23 @@ fn parse_batch(id: &str, json: &str) -> CoreResult<(Batch, Vec<u64>)> {
                 }))
             }
             Err(ReadError::Unparsable) => {
-                return Err(CoreError::InvalidArgument(format!(
-                    "invalid append batch for session {}: event at index {index} is not JSON",
-                    crate::json::quote(id)
-                )))
+                return Err(CoreError::new(
+                    Code::InvalidArgument,
+                    format!(
+                        "invalid append batch for session {}: event at index {index} is not JSON",
+                        crate::json::quote(id)
+                    ),
+                ))
             }
         }
         lines.push_str(&one_line(text));
         lines.push('\n');
     }
     if let Some((l, seq)) = legacy {
-        return Err(CoreError::LegacyVocabulary(l.load_message(id, seq)));
+        return Err(CoreError::new(
+            Code::LegacyVocabulary,
+            l.load_message(id, seq),
+        ));
     }
     let batch = Batch {
         first_seq: seqs.first().copied().unwrap_or(0),
@@ -756,10 +783,13 @@ fn check_contiguous(id: &str, next: u64, seqs: &[u64]) -> CoreResult<()> {
     for (i, &seq) in seqs.iter().enumerate() {
         let expected = next + i as u64;
         if seq != expected {
-            return Err(CoreError::SeqMismatch(format!(
-                "append seq mismatch for {}: expected {expected} at index {i}, got {seq}",
-                crate::json::quote(id)
-            )));
+            return Err(CoreError::new(
+                Code::SeqMismatch,
+                format!(
+                    "append seq mismatch for {}: expected {expected} at index {i}, got {seq}",
+                    crate::json::quote(id)
+                ),
+            ));
         }
     }
     Ok(())
@@ -810,10 +840,13 @@ impl<B: Backend> SessionStore for Store<B> {
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
         if slot.is_some() {
-            return Err(CoreError::AlreadyExists(format!(
-                "session {} already exists in this backend",
-                crate::json::quote(&key.id)
-            )));
+            return Err(CoreError::new(
+                Code::AlreadyExists,
+                format!(
+                    "session {} already exists in this backend",
+                    crate::json::quote(&key.id)
+                ),
+            ));
         }
         if self.backend.exists(key)? {
             return Err(persisted_collision(&key.id));

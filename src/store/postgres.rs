@@ -20,7 +20,7 @@ mod tls;
 use super::load::{self, Place, Repaired};
 use super::sqlite::{columns, complete_spliced, header_of, values_text, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use rusqlite::types::{Value as SqlValue, ValueRef};
@@ -92,7 +92,7 @@ impl Pooled<'_> {
     fn conn(&mut self) -> CoreResult<&mut Conn> {
         self.conn
             .as_mut()
-            .ok_or_else(|| CoreError::Closed("session store is closed".into()))
+            .ok_or_else(|| CoreError::new(Code::Closed, "session store is closed"))
     }
 }
 
@@ -222,10 +222,13 @@ fn quoted(id: &str) -> String {
 /// and SQLite stores hold it; event texts escape it, so only ids matter).
 fn check_id(id: &str) -> CoreResult<()> {
     if id.contains('\0') {
-        return Err(CoreError::InvalidArgument(format!(
-            "session id {} contains U+0000, which PostgreSQL text cannot hold",
-            quoted(id)
-        )));
+        return Err(CoreError::new(
+            Code::InvalidArgument,
+            format!(
+                "session id {} contains U+0000, which PostgreSQL text cannot hold",
+                quoted(id)
+            ),
+        ));
     }
     Ok(())
 }
@@ -275,10 +278,13 @@ impl Tx<'_> {
 
     fn query_one(&mut self, sql: &str, params: &Params<'_>) -> CoreResult<Row> {
         self.query_opt(sql, params)?.ok_or_else(|| {
-            CoreError::Pg(format!(
-                "{}: a statement that returns one row returned none",
-                self.backend.name
-            ))
+            CoreError::new(
+                Code::Pg,
+                format!(
+                    "{}: a statement that returns one row returned none",
+                    self.backend.name
+                ),
+            )
         })
     }
 
@@ -294,7 +300,7 @@ impl PostgresBackend {
     pub fn new(options: PgOptions) -> CoreResult<PostgresBackend> {
         let (rest, tls) = tls::split(&options.connection_string)?;
         let mut config = Config::from_str(&rest).map_err(|e| {
-            CoreError::InvalidArgument(format!(
+            CoreError::new(Code::InvalidArgument, format!(
                 "PostgresSessionStore connectionString is not a valid PostgreSQL connection string: {e}"
             ))
         })?;
@@ -311,8 +317,9 @@ impl PostgresBackend {
             .keepalives_retries(3)
             .tcp_user_timeout(options.statement_timeout + options.connect_timeout);
         if options.schema.is_empty() || options.schema.contains('\0') {
-            return Err(CoreError::InvalidArgument(
-                "PostgresSessionStore schema must be a non-empty name without NUL".into(),
+            return Err(CoreError::new(
+                Code::InvalidArgument,
+                "PostgresSessionStore schema must be a non-empty name without NUL",
             ));
         }
         let hosts: Vec<String> = config
@@ -430,28 +437,34 @@ impl PostgresBackend {
         if let Some(db) = e.as_db_error() {
             if db.code() == &SqlState::QUERY_CANCELED || db.code() == &SqlState::LOCK_NOT_AVAILABLE
             {
-                return CoreError::Pg(format!(
-                    "{}: statement timed out after {} ms ({})",
-                    self.name,
-                    self.options.statement_timeout.as_millis(),
-                    db.message()
-                ));
+                return CoreError::new(
+                    Code::Pg,
+                    format!(
+                        "{}: statement timed out after {} ms ({})",
+                        self.name,
+                        self.options.statement_timeout.as_millis(),
+                        db.message()
+                    ),
+                );
             }
-            return CoreError::Pg(format!(
-                "{}: {} (SQLSTATE {})",
-                self.name,
-                db.message(),
-                db.code().code()
-            ));
+            return CoreError::new(
+                Code::Pg,
+                format!(
+                    "{}: {} (SQLSTATE {})",
+                    self.name,
+                    db.message(),
+                    db.code().code()
+                ),
+            );
         }
-        CoreError::Pg(format!("{}: {}", self.name, with_sources(&e)))
+        CoreError::new(Code::Pg, format!("{}: {}", self.name, with_sources(&e)))
     }
 
     /// A failed wait as a `CoreError`.
     fn fail(&self, f: Failure) -> CoreError {
         match f {
             Failure::Pg(e) => self.err(e),
-            Failure::TimedOut(after) => CoreError::Pg(self.no_answer(after)),
+            Failure::TimedOut(after) => CoreError::new(Code::Pg, self.no_answer(after)),
         }
     }
 
@@ -468,8 +481,12 @@ impl PostgresBackend {
     /// A new connection: TCP, TLS, authentication and a first query, all
     /// within the connect deadline.
     fn connect(&self) -> CoreResult<Conn> {
-        let cannot =
-            |why: String| CoreError::PgConnect(format!("cannot connect to {}: {why}", self.name));
+        let cannot = |why: String| {
+            CoreError::new(
+                Code::PgConnect,
+                format!("cannot connect to {}: {why}", self.name),
+            )
+        };
         let connector = {
             let mut cached = lock(&self.connector);
             match &*cached {
@@ -506,7 +523,7 @@ impl PostgresBackend {
         let mut state = lock(&self.pool);
         loop {
             if state.closed {
-                return Err(CoreError::Closed("session store is closed".into()));
+                return Err(CoreError::new(Code::Closed, "session store is closed"));
             }
             if let Some((conn, since)) = state.idle.pop() {
                 return Ok(Pooled {
@@ -522,12 +539,15 @@ impl PostgresBackend {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(CoreError::Pg(format!(
-                    "{}: no pooled connection was free within {} ms (poolSize {})",
-                    self.name,
-                    wait.as_millis(),
-                    self.options.pool_size
-                )));
+                return Err(CoreError::new(
+                    Code::Pg,
+                    format!(
+                        "{}: no pooled connection was free within {} ms (poolSize {})",
+                        self.name,
+                        wait.as_millis(),
+                        self.options.pool_size
+                    ),
+                ));
             }
             state = self
                 .freed
@@ -560,7 +580,7 @@ impl PostgresBackend {
         {
             let mut state = lock(&self.pool);
             if state.closed {
-                return Err(CoreError::Closed("session store is closed".into()));
+                return Err(CoreError::new(Code::Closed, "session store is closed"));
             }
             // The idle ones are as old as the stale one: drop them too.
             state.open = state.open.saturating_sub(state.idle.len());
@@ -591,7 +611,9 @@ impl PostgresBackend {
             let deadline = self.statement_deadline();
             let stale = match conn.conn()?.batch("", deadline) {
                 Ok(()) => false,
-                Err(Failure::TimedOut(after)) => return Err(CoreError::Pg(self.no_answer(after))),
+                Err(Failure::TimedOut(after)) => {
+                    return Err(CoreError::new(Code::Pg, self.no_answer(after)))
+                }
                 Err(Failure::Pg(e)) => match e.as_db_error().map(|db| db.code().code()) {
                     None => true,
                     Some(code) if code.starts_with("08") || code.starts_with("57P") => true,
@@ -651,7 +673,7 @@ impl PostgresBackend {
                         format!("no answer within {} ms", after.as_millis())
                     }
                 };
-                Err(CoreError::Pg(format!(
+                Err(CoreError::new(Code::Pg, format!(
                     "{}: the outcome of COMMIT is unknown ({why}); the write may or may not be stored",
                     self.name
                 )))
@@ -682,7 +704,11 @@ impl PostgresBackend {
                         let _ = tx.batch("ROLLBACK");
                     }
                     match e {
-                        CoreError::Pg(_) if tries < 3 && !self.read_only && conn.usable() => {
+                        e if e.kind() == Code::Pg
+                            && tries < 3
+                            && !self.read_only
+                            && conn.usable() =>
+                        {
                             continue
                         }
                         e => return Err(e),
@@ -719,7 +745,7 @@ impl PostgresBackend {
     }
 
     fn foreign_error(&self, (table, shown): (String, String)) -> CoreError {
-        CoreError::UnsupportedVersion(format!(
+        CoreError::new(Code::UnsupportedVersion, format!(
             "{} holds a table \"{table}\" that is not this store's ({shown}); nothing was created in it: use another schema",
             self.name
         ))
@@ -755,13 +781,13 @@ impl PostgresBackend {
                 }
             }
             Some(v) => {
-                return Err(CoreError::UnsupportedVersion(format!(
+                return Err(CoreError::new(Code::UnsupportedVersion, format!(
                     "session database {} has schema version {v}, incompatible with this build ({SCHEMA_VERSION})",
                     self.name
                 )))
             }
             None if self.read_only => {
-                return Err(CoreError::NotFound(format!(
+                return Err(CoreError::new(Code::NotFound, format!(
                     "{} holds no session store tables",
                     self.name
                 )))
@@ -923,10 +949,13 @@ impl PostgresBackend {
                 )
             },
         );
-        CoreError::SessionInUse(format!(
-            "session {} is in use: its write lease is held by {holder}; nothing was written",
-            quoted(id)
-        ))
+        CoreError::new(
+            Code::SessionInUse,
+            format!(
+                "session {} is in use: its write lease is held by {holder}; nothing was written",
+                quoted(id)
+            ),
+        )
     }
 
     /// Make sure this store may write session `id` in `tx`: renew its
@@ -959,7 +988,7 @@ impl PostgresBackend {
                 row.try_get(1).map_err(|e| self.err(e))?,
             );
             if count != next || next as u64 != stored {
-                return Err(CoreError::SeqMismatch(format!(
+                return Err(CoreError::new(Code::SeqMismatch, format!(
                     "append seq mismatch for {}: the database holds {count} events where this store read {stored} \
                      (it read the session while another store wrote it); load it again",
                     quoted(id)
@@ -996,12 +1025,15 @@ impl PostgresBackend {
             .ok()
             .flatten()
             .map_or_else(|| "no store".to_string(), |h| self.describe(&h));
-        CoreError::LeaseLost(format!(
-            "session {}: this store's write lease{} was taken over (now held by {now}); \
+        CoreError::new(
+            Code::LeaseLost,
+            format!(
+                "session {}: this store's write lease{} was taken over (now held by {now}); \
              this store never writes the session again (a new store can), and nothing was written",
-            quoted(id),
-            epoch.map_or_else(String::new, |e| format!(" (epoch {e})"))
-        ))
+                quoted(id),
+                epoch.map_or_else(String::new, |e| format!(" (epoch {e})"))
+            ),
+        )
     }
 
     fn insert_events(
@@ -1054,7 +1086,7 @@ impl PostgresBackend {
                             .and_then(|d| d.strip_suffix(") already exists."))
                             .and_then(|d| d.rsplit_once(", "))
                             .and_then(|(_, seq)| seq.parse::<u64>().ok());
-                        CoreError::SeqMismatch(match seq {
+                        CoreError::new(Code::SeqMismatch, match seq {
                             Some(seq) => format!(
                                 "append seq mismatch for {}: the database already holds seq {seq}",
                                 quoted(id)
@@ -1161,7 +1193,7 @@ impl Backend for PostgresBackend {
             }
             let epoch = match self.acquire(tx, id) {
                 Ok(epoch) => epoch,
-                Err(e @ CoreError::SessionInUse(_)) => return Ok(Some(Err(e))),
+                Err(e) if e.kind() == Code::SessionInUse => return Ok(Some(Err(e))),
                 Err(e) => return Err(e),
             };
             let Some((repaired, _)) = self.read(tx, id)? else {
@@ -1249,7 +1281,7 @@ impl Backend for PostgresBackend {
                 // Stored already: by a writer that still holds it (two
                 // intents for one new id: the first to write won), or not.
                 return Err(match self.acquire(tx, id) {
-                    Err(e @ CoreError::SessionInUse(_)) => e,
+                    Err(e) if e.kind() == Code::SessionInUse => e,
                     _ => persisted_collision(id),
                 });
             }

@@ -4,7 +4,7 @@
 
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
 use crate::log::{Log, Part};
 use crate::session_header::SessionHeader;
@@ -57,7 +57,7 @@ pub(crate) struct Columns<'a> {
 pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
     let e = read_event(text, 0).map_err(|e| match e {
         ReadError::Invalid(e) => e,
-        ReadError::Unparsable => CoreError::InvalidArgument("event text is not JSON".into()),
+        ReadError::Unparsable => CoreError::new(Code::InvalidArgument, "event text is not JSON"),
     })?;
     Ok(Columns {
         ty: e.ty.into_owned(),
@@ -246,7 +246,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 pub(crate) fn sql_err(path: &str, e: rusqlite::Error) -> CoreError {
-    CoreError::Sqlite(format!("session database at \"{path}\": {e}"))
+    CoreError::new(Code::Sqlite, format!("session database at \"{path}\": {e}"))
 }
 
 /// `PRAGMA user_version` of a session database: 0 (not stamped yet) or
@@ -256,7 +256,7 @@ pub fn schema_version(conn: &Connection, path: &str) -> CoreResult<i64> {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(|e| sql_err(path, e))?;
     if version != 0 && version != SCHEMA_VERSION {
-        return Err(CoreError::UnsupportedVersion(format!(
+        return Err(CoreError::new(Code::UnsupportedVersion, format!(
             "session database at \"{path}\" has schema version {version}, incompatible with this build ({SCHEMA_VERSION})"
         )));
     }
@@ -639,19 +639,22 @@ fn check_column_types(
             Type::Text => "TEXT",
             Type::Blob => "BLOB",
         };
-        return Err(Ok(CoreError::CorruptLog(format!(
-            "corrupt session log: row {} of session {} has a {class} {name} column{shown}; \
+        return Err(Ok(CoreError::new(
+            Code::CorruptLog,
+            format!(
+                "corrupt session log: row {} of session {} has a {class} {name} column{shown}; \
              the events table holds {} there",
-            index + 1,
-            crate::json::quote(id),
-            if nullable {
-                "TEXT or NULL"
-            } else if ty == Type::Integer {
-                "INTEGER"
-            } else {
-                "TEXT"
-            }
-        ))));
+                index + 1,
+                crate::json::quote(id),
+                if nullable {
+                    "TEXT or NULL"
+                } else if ty == Type::Integer {
+                    "INTEGER"
+                } else {
+                    "TEXT"
+                }
+            ),
+        )));
     }
     Ok(())
 }
@@ -778,7 +781,7 @@ impl SqliteBackend {
         }
         match &mut *guard {
             Conn::Open(conn) => f(conn),
-            _ => Err(CoreError::Closed("session store is closed".into())),
+            _ => Err(CoreError::new(Code::Closed, "session store is closed")),
         }
     }
 
@@ -840,11 +843,14 @@ impl SqliteBackend {
             bind_row(&mut stmt, 1, id, c).map_err(|e| self.err(e))?;
             stmt.raw_execute()
                 .map_err(|e| match e.sqlite_error_code() {
-                    Some(ErrorCode::ConstraintViolation) => CoreError::SeqMismatch(format!(
-                        "append seq mismatch for {}: the database already holds seq {}",
-                        crate::json::quote(id),
-                        c.seq
-                    )),
+                    Some(ErrorCode::ConstraintViolation) => CoreError::new(
+                        Code::SeqMismatch,
+                        format!(
+                            "append seq mismatch for {}: the database already holds seq {}",
+                            crate::json::quote(id),
+                            c.seq
+                        ),
+                    ),
                     _ => self.err(e),
                 })?;
         }

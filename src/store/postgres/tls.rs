@@ -7,7 +7,7 @@
 //! taken out of the string here and become a rustls configuration (ring, no
 //! OpenSSL: the addon links statically on the glibc 2.28 and musl targets).
 
-use crate::error::{CoreError, CoreResult};
+use crate::error::{Code, CoreError, CoreResult};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
@@ -240,11 +240,11 @@ fn chain<'a>(
 }
 
 fn tls_setup(message: String) -> CoreError {
-    CoreError::PgConnect(message)
+    CoreError::new(Code::PgConnect, message)
 }
 
 fn invalid(message: String) -> CoreError {
-    CoreError::InvalidArgument(format!(
+    CoreError::new(Code::InvalidArgument, format!(
         "PostgresSessionStore connectionString is not a valid PostgreSQL connection string: {message}"
     ))
 }

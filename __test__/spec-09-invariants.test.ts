@@ -222,6 +222,25 @@ describe('SPEC 9 opt-in Session mode ({ invariants: true })', () => {
     expect(off.append('todo/write', { todos: [] }).seq).toBe(0)
   })
 
+  it('reads a payload nested 1,000 levels, as every reader does, and refuses a deeper one', () => {
+    /** `levels` arrays and objects (alternating) around 1. */
+    const nest = (levels: number): unknown => {
+      let v: unknown = 1
+      for (let i = 0; i < levels; i++) v = i % 2 ? [v] : { k: v }
+      return v
+    }
+    const s = opened()
+    expect(appendAny(s, 'plugin/deep', nest(1000)).seq).toBe(2)
+    expect(thrown(() => s.append('turn/start', { turn: 2, trigger: { kind: 'message', source: USER } }))?.code).toBe('INVARIANT')
+    const log = [ev(0, 'turn/start', { turn: 1, trigger: { kind: 'message', source: USER } }), ev(1, 'plugin/deep', nest(1000))]
+    expect(checkSessionInvariants(log as SessionEvent[])).toBeUndefined()
+    log.push(ev(2, 'plugin/deep', nest(1001)))
+    expect(thrown(() => checkSessionInvariants(log as SessionEvent[]))).toEqual({
+      code: 'NOT_LOSSLESS_JSON',
+      message: 'seed event at index 2 is not losslessly JSON-serializable',
+    })
+  })
+
   it('a seed that breaks the checks constructs nothing', () => {
     const seed = [ev(0, 'todo/write', { todos: [] })] as SessionEvent[]
     expect(thrown(() => new Session('bad-seed', seed, undefined, { invariants: true }))).toEqual({

@@ -249,7 +249,7 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
     })
 }
 
-fn not_lossless(index: usize) -> CoreError {
+pub(crate) fn not_lossless(index: usize) -> CoreError {
     CoreError::new(
         Code::NotLossless,
         format!("seed event at index {index} is not losslessly JSON-serializable"),

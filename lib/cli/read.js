@@ -58,6 +58,16 @@ function lineStart(bytes, line) {
  * session gives its header only (as a log of no events): its rows are read
  * by the store's load, whole or not at all.
  */
+/** The core's read of a whole JSONL log: the native session, or the error it threw (`code`, `line`). */
+function readJsonl(bytes) {
+  try {
+    return binding.NativeSession.fromJsonl(bytes)
+  } catch (error) {
+    if (typeof error?.code !== 'string') throw error
+    return error
+  }
+}
+
 async function readBeforeDefect(address) {
   if (address.kind === 'sqlite' || address.kind === 'postgres') {
     const listed = JSON.parse(address.kind === 'postgres'
@@ -66,7 +76,7 @@ async function readBeforeDefect(address) {
     const header = listed.headers?.find((h) => h.id === address.id)
     if (header === undefined) return { native: null, header: null, defectLine: null }
     // The header alone, as a log of no events (the core reads it back).
-    const native = binding.NativeSession.fromJsonl(Buffer.from(`${JSON.stringify({ type: 'session', ...header })}\n`))
+    const native = readJsonl(Buffer.from(`${JSON.stringify({ type: 'session', ...header })}\n`))
     return { native: native instanceof binding.NativeSession ? native : null, header, defectLine: null }
   }
   let bytes
@@ -78,7 +88,7 @@ async function readBeforeDefect(address) {
   let end = bytes.length
   let defectLine = null
   for (;;) {
-    const result = binding.NativeSession.fromJsonl(bytes.subarray(0, end))
+    const result = readJsonl(bytes.subarray(0, end))
     if (result instanceof binding.NativeSession) {
       return { native: result, header: JSON.parse(result.headerJson()), defectLine }
     }

@@ -310,13 +310,8 @@ class Session {
       const seqs = batch.seqs
       for (let i = 0; i < seqs.length; i++) parsed.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
     }
-    const result = reading.finish()
-    if (!(result instanceof NativeSession)) {
-      const error = fail(result.message, result.code)
-      error.line = result.line
-      throw error
-    }
-    const session = new Session(INTERNAL, result)
+    // A defective log throws its error (`code`, `line`) from here.
+    const session = new Session(INTERNAL, reading.finish())
     if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
     return session
   }

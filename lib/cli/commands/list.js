@@ -48,10 +48,13 @@ function jsonlHeader(file) {
     unreadable(file, `cannot read: ${error.message}`)
     return undefined
   }
-  const result = binding.NativeSession.fromJsonl(line)
-  if (result instanceof binding.NativeSession) return JSON.parse(result.headerJson())
-  unreadable(file, line.length === 0 ? 'empty file, no session header' : result.message)
-  return undefined
+  try {
+    return JSON.parse(binding.NativeSession.fromJsonl(line).headerJson())
+  } catch (error) {
+    if (typeof error?.code !== 'string') throw error
+    unreadable(file, line.length === 0 ? 'empty file, no session header' : error.message)
+    return undefined
+  }
 }
 
 /** The headers of a SQLite database, read-only; `onError` gets a database the core cannot read. */

@@ -266,6 +266,59 @@ export declare function isSurfaceEligibleType(type: string): boolean
 /** An eligible event that carries a `surfaceOp`. */
 export declare function isSurfaceEvent(event: SessionEvent): event is SessionEvent<SurfaceEventType> & { surfaceOp: SurfaceOp }
 
+// ---------------------------------------------------------------- errors
+
+/**
+ * The stable `code` of every error this package throws or rejects with
+ * (messages are the contract's where SPEC.md quotes them; branch on codes).
+ */
+export type SessionErrorCode =
+  | 'NOT_LOSSLESS_JSON'
+  | 'INVALID_EVENT'
+  | 'INVALID_HEADER'
+  | 'LEGACY_VOCABULARY'
+  | 'INVALID_SURFACE'
+  | 'SEQ_NOT_CONTIGUOUS'
+  | 'REENTRANT_APPEND'
+  | 'INVARIANT'
+  | 'INVALID_BOUNDARY'
+  | 'CORRUPT_LOG'
+  | 'UNSUPPORTED_VERSION'
+  | 'SESSION_NOT_FOUND'
+  | 'SESSION_ALREADY_EXISTS'
+  | 'SEQ_MISMATCH'
+  | 'INVALID_ARGUMENT'
+  | 'IO'
+  | 'SQLITE'
+  | 'STORE_CLOSED'
+  | 'SESSION_IN_USE'
+  | 'LOG_REPLACED'
+  | 'LEASE_LOST'
+  | 'PG_CONNECT'
+  | 'PG'
+  | 'TOO_LARGE'
+  | 'INTERNAL'
+  | 'PEER_MISSING'
+  | 'PEER_LOAD'
+  | 'NATIVE_BINDING_MISSING'
+  | 'OPEN_TURN'
+  | 'SESSION_NOT_LIVE'
+  | 'SESSION_ALREADY_ATTACHED'
+  | 'SESSION_ALREADY_ANNOUNCED'
+
+/**
+ * What this package's errors carry besides `message`: an `Error` (a
+ * `TypeError` for a value of the wrong kind) with a stable `code`; `line`
+ * (1-based, the header is line 1) when it is about a line of a JSONL log;
+ * `errno` when an OS error is behind it. `INTERNAL` is a bug of this
+ * package, never a made-up value.
+ */
+export interface SessionError extends Error {
+  readonly code: SessionErrorCode
+  readonly line?: number
+  readonly errno?: number
+}
+
 // ---------------------------------------------------------------- derivation
 
 /** The message one event produces, or `null` (SPEC 6). */

@@ -9,6 +9,8 @@ import {
   SessionId,
   type EpochHeader,
   type Message,
+  type SessionError,
+  type SessionErrorCode,
   type SessionEvent,
   type SessionHeader,
   type SurfaceFoldResult,
@@ -160,5 +162,17 @@ describe('the rest of the surface', () => {
     })
     const intent: SurfaceIntent = { surfaceOp: 'append' }
     expectTypeOf(intent.sourceEventSeqs).toEqualTypeOf<number[] | undefined>()
+  })
+})
+
+describe('errors (issue 18)', () => {
+  it('SessionError carries a code from the union, an optional line and errno', () => {
+    expectTypeOf<SessionError>().toMatchTypeOf<Error>()
+    expectTypeOf<SessionError['code']>().toEqualTypeOf<SessionErrorCode>()
+    expectTypeOf<SessionError['line']>().toEqualTypeOf<number | undefined>()
+    expectTypeOf<SessionError['errno']>().toEqualTypeOf<number | undefined>()
+    expectTypeOf<'CORRUPT_LOG'>().toMatchTypeOf<SessionErrorCode>()
+    expectTypeOf<'INTERNAL'>().toMatchTypeOf<SessionErrorCode>()
+    expectTypeOf<'NOT_A_CODE'>().not.toMatchTypeOf<SessionErrorCode>()
   })
 })

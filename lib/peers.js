@@ -20,10 +20,10 @@ const { createRequire } = require('node:module')
 const SCOPE = '@deepseek-ai/dsh-scope'
 const CORDIS_NAMES = ['@deepseek-ai/cordis', 'cordis']
 
+const { fail: coded } = require('./errors.js')
+
 function fail(message, code, cause) {
-  const error = new Error(message, cause === undefined ? undefined : { cause })
-  error.code = code
-  return error
+  return coded(message, code, { cause })
 }
 
 let peers

@@ -14,6 +14,7 @@
 // and links the class under the consumer's cordis `Service`.
 
 const { loadPeers } = require('./peers.js')
+const { fail } = require('./errors.js')
 
 const SERVICE_NAME = 'sessions'
 
@@ -178,7 +179,7 @@ class SessionStore {
         sessionId = `session-${this.counter}`
       } while (entries.has(sessionId))
     }
-    if (entries.has(sessionId)) throw new Error(`${quote(sessionId)} already exists`)
+    if (entries.has(sessionId)) throw fail(`${quote(sessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
     const meta = options?.meta ?? {}
     const header = { version: 0, id: sessionId, createdAt: meta.createdAt ?? Date.now() }
     if (meta.cwd !== undefined) header.cwd = meta.cwd
@@ -190,10 +191,10 @@ class SessionStore {
       // A resume: the log of a session of this package (one a store opened),
       // taken as it is (see `new Session(id, session)`).
       if (!(from instanceof Session)) {
-        throw Object.assign(new TypeError('sessions.prepare: options.from must be a Session of dsh-session-native'), { code: 'INVALID_ARGUMENT' })
+        throw fail('sessions.prepare: options.from must be a Session of dsh-session-native', 'INVALID_ARGUMENT', { Type: TypeError })
       }
       if (options.seed !== undefined) {
-        throw Object.assign(new TypeError('sessions.prepare takes options.seed or options.from, not both'), { code: 'INVALID_ARGUMENT' })
+        throw fail('sessions.prepare takes options.seed or options.from, not both', 'INVALID_ARGUMENT', { Type: TypeError })
       }
       return new Session(sessionId, from, header)
     }
@@ -204,15 +205,13 @@ class SessionStore {
     const ctx = this.ctx
     const { scopeOf, scopeTarget } = loadPeers()
     if (session === null || typeof session !== 'object' || typeof session.attach !== 'function') {
-      const error = new TypeError('sessions.enter expects a Session of dsh-session-native')
-      error.code = 'INVALID_ARGUMENT'
-      throw error
+      throw fail('sessions.enter expects a Session of dsh-session-native', 'INVALID_ARGUMENT', { Type: TypeError })
     }
     const carrier = scopeTarget(session, scopeOf(ctx))
     const entries = this.entries
     const id = session.id
-    if (entries.has(id)) throw new Error(`${quote(id)} already exists`)
-    if (holders.has(session)) throw new Error(`${quote(id)} is already attached to a store`)
+    if (entries.has(id)) throw fail(`${quote(id)} already exists`, 'SESSION_ALREADY_EXISTS')
+    if (holders.has(session)) throw fail(`${quote(id)} is already attached to a store`, 'SESSION_ALREADY_ATTACHED')
     const entry = {
       id,
       session,
@@ -241,8 +240,8 @@ class SessionStore {
   announce(session) {
     const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    if (entry === undefined) throw new Error(`${quote(session?.id)} is not live in this store`)
-    if (entry.announced || entry.announcing) throw new Error(`${quote(entry.id)} was already announced`)
+    if (entry === undefined) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
+    if (entry.announced || entry.announcing) throw fail(`${quote(entry.id)} was already announced`, 'SESSION_ALREADY_ANNOUNCED')
     // Announced before delivery: even a partial delivery pairs with disposal.
     entry.announced = true
     entry.announcing = true
@@ -268,7 +267,7 @@ class SessionStore {
   async flush(session) {
     const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    if (entry === undefined) throw new Error(`${quote(session?.id)} is not live in this store`)
+    if (entry === undefined) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
     const callbacks = resolve(ctx, entry.carrier, 'session/flush', [session])
     const results = callbacks.map((callback) => {
       try {

@@ -9,12 +9,7 @@
 
 const path = require('node:path')
 const { NativeStore } = require('../binding.js')
-
-function fail(message, code) {
-  const error = new Error(message)
-  error.code = code
-  return error
-}
+const { fail, callerFrames, withFrames } = require('./errors.js')
 
 // The session core these stores work with. index.js hands over its own
 // (`useCore`), so a store and the sessions it flushes share one module
@@ -110,13 +105,21 @@ class SessionStoreBase {
     this.#jsonl = jsonl
   }
 
-  /** Start an operation: a rejected promise when closed or when `start` throws. */
+  /**
+   * Start an operation: a rejected promise when closed or when `start`
+   * throws. A rejection carries the caller's frames in its stack (the
+   * native side makes its errors off the JS thread, with none).
+   */
   #start(start) {
-    if (this.#closed) return Promise.reject(fail('session store is closed', 'STORE_CLOSED'))
+    const frames = callerFrames(this.#start)
+    const rethrow = (error) => {
+      throw withFrames(error, frames)
+    }
+    if (this.#closed) return Promise.reject(withFrames(fail('session store is closed', 'STORE_CLOSED'), frames))
     try {
-      return start()
+      return start().catch(rethrow)
     } catch (error) {
-      return Promise.reject(error)
+      return Promise.reject(withFrames(error, frames))
     }
   }
 

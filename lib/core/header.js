@@ -18,10 +18,11 @@ function isEmptyField(value) {
 
 const OPTIONAL = ['system', 'tools', 'messagePrefix']
 
+const { fail: coded } = require('../errors.js')
+
+/** A value of the wrong kind: a `TypeError` with code `INVALID_ARGUMENT`. */
 function fail(message) {
-  const error = new TypeError(message)
-  error.code = 'INVALID_ARGUMENT'
-  return error
+  return coded(message, 'INVALID_ARGUMENT', { Type: TypeError })
 }
 
 function describe(value) {

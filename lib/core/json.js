@@ -4,6 +4,8 @@
 // reads each property once, validates it and copies it.
 
 
+const { fail } = require('../errors.js')
+
 const FAIL = Symbol('not lossless')
 const ObjectPrototype = Object.prototype
 const ArrayPrototype = Array.prototype
@@ -158,12 +160,6 @@ function snapshotEvents(events, what = "event") {
     out[i] = copy
   }
   return JSON.stringify(out)
-}
-
-function fail(message, code) {
-  const error = new Error(message)
-  error.code = code
-  return error
 }
 
 module.exports = { FAIL, fail, copyJson, snapshot, snapshotEvent, isJsonValue, snapshotJsonValue, deepFreeze, parseFrozen, snapshotEvents }

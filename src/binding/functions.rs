@@ -90,3 +90,18 @@ pub fn check_legacy(env: Env, ty: String, data: String) -> Result<()> {
         }
     })
 }
+
+/// Every code a native error may carry (`Code::ALL`), for the JS side's list.
+#[napi(js_name = "errorCodes")]
+pub fn error_codes() -> Vec<&'static str> {
+    Code::ALL.iter().map(|c| c.as_str()).collect()
+}
+
+/// A deliberate panic inside a native call, to check that it reaches JS as
+/// an `INTERNAL` error and not as an aborted process (a diagnostic).
+#[napi(js_name = "panicForDiagnosis", skip_typescript)]
+pub fn panic_for_diagnosis(env: Env) -> Result<()> {
+    call(&env, || -> crate::error::CoreResult<()> {
+        panic!("a deliberate panic (panicForDiagnosis)")
+    })
+}

@@ -216,10 +216,10 @@ fn load_jsonl(path: &Path, write: bool) -> CoreResult<Loaded> {
     } else {
         File::open(path)
     }
-    .map_err(|e| jsonl::io("cannot open session log", path, e))?;
+    .map_err(|e| CoreError::io("cannot open session log", path, e))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
-        .map_err(|e| jsonl::io("cannot read session log", path, e))?;
+        .map_err(|e| CoreError::io("cannot read session log", path, e))?;
     let (repaired, committed, records) = jsonl::repair_bytes(&bytes, None)?;
     let written = write && repaired.needs_write();
     if written {

@@ -145,11 +145,11 @@ const REPLACED: &str = "was replaced by another file while this store had it ope
 pub fn check_still_the_log(file: &File, path: &Path, len: u64, id: &str) -> CoreResult<()> {
     let open = file
         .metadata()
-        .map_err(|e| io("cannot stat session log", path, e))?;
+        .map_err(|e| CoreError::io("cannot stat session log", path, e))?;
     let now = match fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == ErrorKind::NotFound => return Err(replaced(path, id, REMOVED)),
-        Err(e) => return Err(io("cannot stat session log", path, e)),
+        Err(e) => return Err(CoreError::io("cannot stat session log", path, e)),
     };
     if identity(&open) != identity(&now) {
         return Err(replaced(path, id, REPLACED));
@@ -165,10 +165,6 @@ pub fn check_still_the_log(file: &File, path: &Path, len: u64, id: &str) -> Core
         ));
     }
     Ok(())
-}
-
-pub(crate) fn io(what: &str, path: &Path, e: std::io::Error) -> CoreError {
-    CoreError::new(Code::Io, format!("{what} \"{}\": {e}", path.display()))
 }
 
 /// The directory a session's log lives in, by its header's cwd.
@@ -243,7 +239,7 @@ fn write_all_at(file: &File, mut buf: &[u8], mut offset: u64) -> std::io::Result
 fn sync_dir(dir: &Path) -> CoreResult<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(|e| io("cannot sync directory", dir, e))
+        .map_err(|e| CoreError::io("cannot sync directory", dir, e))
 }
 
 #[cfg(not(unix))]
@@ -402,7 +398,7 @@ pub fn write_repair(
     file.set_len(committed)
         .and_then(|()| write_all_at(file, closers.as_bytes(), committed))
         .and_then(|()| file.sync_data())
-        .map_err(|e| io("cannot repair session log", path, e))?;
+        .map_err(|e| CoreError::io("cannot repair session log", path, e))?;
     Ok(committed + closers.len() as u64)
 }
 
@@ -432,9 +428,9 @@ fn read_dir_entries(dir: &Path) -> CoreResult<Vec<fs::DirEntry>> {
     match fs::read_dir(dir) {
         Ok(entries) => entries
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| io("cannot read directory", dir, e)),
+            .map_err(|e| CoreError::io("cannot read directory", dir, e)),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(io("cannot read directory", dir, e)),
+        Err(e) => Err(CoreError::io("cannot read directory", dir, e)),
     }
 }
 
@@ -480,7 +476,7 @@ impl JsonlBackend {
                     Ok(m) if m.is_file() => found.push(path),
                     Ok(_) => {}
                     Err(e) if e.kind() == ErrorKind::NotFound => {}
-                    Err(e) => return Err(io("cannot stat session log", &path, e)),
+                    Err(e) => return Err(CoreError::io("cannot stat session log", &path, e)),
                 }
             }
         }
@@ -508,7 +504,7 @@ impl JsonlBackend {
             return Ok(());
         }
         let root_existed = self.root.is_dir();
-        fs::create_dir_all(dir).map_err(|e| io("cannot create directory", dir, e))?;
+        fs::create_dir_all(dir).map_err(|e| CoreError::io("cannot create directory", dir, e))?;
         if !root_existed {
             if let Some(parent) = self.root.parent().filter(|p| !p.as_os_str().is_empty()) {
                 sync_dir(parent)?;
@@ -550,7 +546,9 @@ impl Backend for JsonlBackend {
             .and_then(Result::ok);
         let mut file = match writable {
             Some(f) => f,
-            None => File::open(&path).map_err(|e| io("cannot open session log", &path, e))?,
+            None => {
+                File::open(&path).map_err(|e| CoreError::io("cannot open session log", &path, e))?
+            }
         };
         if handle.identity.is_some()
             && file.metadata().ok().as_ref().and_then(identity) != handle.identity
@@ -559,7 +557,7 @@ impl Backend for JsonlBackend {
         }
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
-            .map_err(|e| io("cannot read session log", &path, e))?;
+            .map_err(|e| CoreError::io("cannot read session log", &path, e))?;
         let mut len = bytes.len() as u64;
         let (repaired, committed, _) = repair_vec(bytes, Some(&key.id))?;
         let stored = match mode {
@@ -576,7 +574,7 @@ impl Backend for JsonlBackend {
                     check_still_the_log(&file, &path, len, &key.id)?;
                     file.set_len(committed)
                         .and_then(|()| file.sync_data())
-                        .map_err(|e| io("cannot repair session log", &path, e))?;
+                        .map_err(|e| CoreError::io("cannot repair session log", &path, e))?;
                     len = committed;
                 }
                 repaired.preserved
@@ -622,7 +620,7 @@ impl Backend for JsonlBackend {
         match fs::remove_file(&tmp) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(io("cannot remove stale temporary file", &tmp, e)),
+            Err(e) => return Err(CoreError::io("cannot remove stale temporary file", &tmp, e)),
         }
         let mut head = header.line();
         head.push('\n');
@@ -631,19 +629,19 @@ impl Backend for JsonlBackend {
             .write(true)
             .create_new(true)
             .open(&tmp)
-            .map_err(|e| io("cannot create session log", &tmp, e))?;
+            .map_err(|e| CoreError::io("cannot create session log", &tmp, e))?;
         let written = write_all_at(&file, head.as_bytes(), 0)
             .and_then(|()| write_all_at(&file, batch.lines.as_bytes(), head.len() as u64))
             .and_then(|()| file.sync_all())
-            .map_err(|e| io("cannot write session log", &tmp, e))
+            .map_err(|e| CoreError::io("cannot write session log", &tmp, e))
             .and_then(|()| match fs::hard_link(&tmp, &path) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(persisted_collision(&key.id)),
-                Err(e) => Err(io("cannot publish session log", &path, e)),
+                Err(e) => Err(CoreError::io("cannot publish session log", &path, e)),
             });
         let removed = fs::remove_file(&tmp);
         written?;
-        removed.map_err(|e| io("cannot remove temporary file", &tmp, e))?;
+        removed.map_err(|e| CoreError::io("cannot remove temporary file", &tmp, e))?;
         sync_dir(&dir)?;
         *handle = JsonlHandle {
             path: Some(path),
@@ -663,7 +661,7 @@ impl Backend for JsonlBackend {
             Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
                 return Err(replaced(&path, &key.id, REMOVED))
             }
-            Err(e) => return Err(io("cannot open session log", &path, e)),
+            Err(e) => return Err(CoreError::io("cannot open session log", &path, e)),
         };
         // The file at the path must be the one the store read or wrote,
         // ending where the store left it.
@@ -685,7 +683,7 @@ impl Backend for JsonlBackend {
                 // Leave no partial batch behind (a load would drop it as a
                 // torn tail anyway).
                 let _ = file.set_len(handle.len);
-                Err(io("cannot append to session log", &path, e))
+                Err(CoreError::io("cannot append to session log", &path, e))
             }
         }
     }

@@ -36,10 +36,7 @@ impl Refused {
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Refused {
-    Refused::Failed(CoreError::new(
-        Code::Io,
-        format!("{what} \"{}\": {e}", path.display()),
-    ))
+    Refused::Failed(CoreError::io(what, path, e))
 }
 
 /// The pid the holder wrote into the lock file, when it reads as one.

@@ -1,10 +1,11 @@
 'use strict'
 // Durable session stores (SPEC 11): JSONL files or one SQLite database.
 //
-// What lives here and why: JS sees ids as UTF-16 (the JSONL file name encodes
-// code units, lone surrogates included), snapshots values losslessly, and
-// orders each session's operations on a promise chain. Every file and
-// database operation runs natively on the libuv pool (binding `NativeStore`);
+// What lives here and why: JS refuses ids the stores cannot hold (a lone
+// UTF-16 surrogate, which the native core's UTF-8 cannot), snapshots values
+// losslessly, and orders each session's operations on a promise chain.
+// Every file and database operation runs natively off the JS thread
+// (binding `NativeStore`, which also names each JSONL file after its id);
 // results cross as JSON text or as a native session.
 
 const path = require('node:path')
@@ -71,24 +72,6 @@ function checkId(id) {
   }
 }
 
-/**
- * The JSONL file name of an id (SPEC 11), injective over UTF-16 code units:
- * `[A-Za-z0-9._-]` stay, every other unit becomes `~XXXX`; `.` and `..`
- * are encoded whole.
- */
-function encodeId(id) {
-  if (id === '.') return '~002E'
-  if (id === '..') return '~002E~002E'
-  let out = ''
-  for (let i = 0; i < id.length; i++) {
-    const unit = id.charCodeAt(i)
-    const literal = (unit >= 0x30 && unit <= 0x39) || (unit >= 0x41 && unit <= 0x5a)
-      || (unit >= 0x61 && unit <= 0x7a) || unit === 0x2e || unit === 0x5f || unit === 0x2d
-    out += literal ? id[i] : `~${unit.toString(16).toUpperCase().padStart(4, '0')}`
-  }
-  return out
-}
-
 /** What both stores do; `jsonl` says whether ids name files. */
 class SessionStoreBase {
   #native
@@ -151,10 +134,6 @@ class SessionStoreBase {
     return next
   }
 
-  #file(id) {
-    checkId(id)
-    return this.#jsonl ? encodeId(id) : ''
-  }
 
   /**
    * Record the intent to create a session; nothing is stored until its first
@@ -170,34 +149,34 @@ class SessionStoreBase {
         throw fail('session header must be a losslessly JSON-serializable record', 'INVALID_HEADER')
       }
       const id = copy.id
-      const file = this.#file(id)
+      checkId(id)
       const json = JSON.stringify(copy)
-      return this.#chain(id, () => this.#native.create(id, file, json))
+      return this.#chain(id, () => this.#native.create(id, json))
     })
   }
 
   /** Append one batch durably; `events[0].seq` must continue the stored log. */
   append(id, events) {
     return this.#start(() => {
-      const file = this.#file(id)
+      checkId(id)
       const json = core().internal.snapshotEvents(events)
-      return this.#chain(id, () => this.#native.append(id, file, json))
+      return this.#chain(id, () => this.#native.append(id, json))
     })
   }
 
   /** The stored session, crash-repaired durably (SPEC 11): `{ meta, events }`. */
   load(id) {
     return this.#start(() => {
-      const file = this.#file(id)
-      return this.#chain(id, () => this.#native.load(id, file).then((text) => JSON.parse(text)))
+      checkId(id)
+      return this.#chain(id, () => this.#native.load(id).then((text) => JSON.parse(text)))
     })
   }
 
   /** The load, as the session's writer: rejects with SESSION_IN_USE when another store holds it. */
   [LOAD_AS_WRITER](id) {
     return this.#start(() => {
-      const file = this.#file(id)
-      return this.#chain(id, () => this.#native.load(id, file, true).then((text) => JSON.parse(text)))
+      checkId(id)
+      return this.#chain(id, () => this.#native.load(id, true).then((text) => JSON.parse(text)))
     })
   }
 
@@ -208,10 +187,10 @@ class SessionStoreBase {
    */
   open(id) {
     return this.#start(() => {
-      const file = this.#file(id)
+      checkId(id)
       const { internal } = core()
       return this.#chain(id, async () => {
-        const session = internal.wrapNative(await this.#native.open(id, file))
+        const session = internal.wrapNative(await this.#native.open(id))
         await internal.warm(session)
         return session
       })
@@ -228,10 +207,10 @@ class SessionStoreBase {
       const { Session, internal } = core()
       if (!(session instanceof Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
       const id = session.id
-      const file = this.#file(id)
+      checkId(id)
       // The range ends here, at the call: later appends wait for the next flush.
       const source = internal.flushSource(session)
-      return this.#chain(id, () => this.#flushRange(session, internal, source, id, file))
+      return this.#chain(id, () => this.#flushRange(session, internal, source, id))
     })
   }
 
@@ -241,12 +220,12 @@ class SessionStoreBase {
    * what it holds. The texts the native log holds are read off the main
    * thread; the session's own events are stringified a part per turn.
    */
-  async #flushRange(session, internal, { native, prefix, to }, id, file) {
+  async #flushRange(session, internal, { native, prefix, to }, id) {
     let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
     for (;;) {
       const liveFrom = Math.max(start, prefix)
       const parts = await liveParts(session, internal, liveFrom, to)
-      const written = await this.#native.flush(native.flushSource(), id, file, start, to, liveFrom, parts)
+      const written = await this.#native.flush(native.flushSource(), id, start, to, liveFrom, parts)
       if (written >= 0 || start === 0) return Math.max(written, 0)
       start = 0
     }
@@ -255,14 +234,7 @@ class SessionStoreBase {
   /** Headers of every stored session (never-appended sessions are absent). */
   list() {
     return this.#start(() => {
-      const listed = this.#native.list().then((text) => {
-        const out = []
-        for (const { file, header } of JSON.parse(text)) {
-          // A JSONL file is listed only under the name its header id encodes to.
-          if (file === undefined || encodeId(header.id) === file) out.push(header)
-        }
-        return out
-      })
+      const listed = this.#native.list().then((text) => JSON.parse(text))
       this.#track(listed)
       return listed
     })
@@ -273,10 +245,10 @@ class SessionStoreBase {
     if (header === null || typeof header !== 'object') {
       throw fail('locate expects a session header', 'INVALID_ARGUMENT')
     }
-    const file = this.#file(header.id)
+    checkId(header.id)
     if (!this.#jsonl) return undefined
     const cwd = typeof header.cwd === 'string' ? header.cwd : null
-    return { kind: 'jsonl', path: this.#native.locate(cwd, file) }
+    return { kind: 'jsonl', path: this.#native.locate(cwd, header.id) }
   }
 
   /** Wait for every operation in flight, then release files; later calls reject. */

@@ -171,25 +171,10 @@ fn loaded_json(log: Log) -> CoreResult<String> {
     ))
 }
 
-/// `[{"file"?: stem, "header": {...}}]` for `list`.
+/// `[header, ...]` for `list`.
 fn listed_json(listed: Vec<Listed>) -> String {
-    let mut out = String::from("[");
-    for (i, l) in listed.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('{');
-        if let Some(file) = &l.file {
-            out.push_str("\"file\":");
-            out.push_str(&crate::json::quote(file));
-            out.push(',');
-        }
-        out.push_str("\"header\":");
-        out.push_str(&l.header.json());
-        out.push('}');
-    }
-    out.push(']');
-    out
+    let headers: Vec<String> = listed.iter().map(|l| l.header.json()).collect();
+    format!("[{}]", headers.join(","))
 }
 
 #[napi]
@@ -200,7 +185,10 @@ pub struct NativeStore {
     own_threads: bool,
 }
 
-fn key(id: String, file: String) -> Key {
+/// How the store names a session: its id, and for JSONL the file name the
+/// id encodes to (SPEC 11; `jsonl::encode_id`, the rule's one home).
+fn key(id: String) -> Key {
+    let file = crate::store::jsonl::encode_id(&id);
     Key { id, file }
 }
 
@@ -274,22 +262,21 @@ impl NativeStore {
         &self,
         env: Env,
         id: String,
-        file: String,
         header_json: String,
     ) -> Result<StorePromise<(), ()>> {
         let header = call(&env, || SessionHeader::from_json(&id, &header_json))?;
         let store = self.store.clone();
         Ok(task(self.own_threads, same, move || {
-            store.create(&key(id, file), header)
+            store.create(&key(id), header)
         }))
     }
 
     /// Append one batch (a JSON array of snapshotted events) durably.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn append(&self, id: String, file: String, batch_json: String) -> StorePromise<(), ()> {
+    pub fn append(&self, id: String, batch_json: String) -> StorePromise<(), ()> {
         let store = self.store.clone();
         task(self.own_threads, same, move || {
-            store.append(&key(id, file), &batch_json)
+            store.append(&key(id), &batch_json)
         })
     }
 
@@ -300,13 +287,12 @@ impl NativeStore {
     pub fn load(
         &self,
         id: String,
-        file: String,
         writer: Option<bool>,
     ) -> StorePromise<String, String> {
         let store = self.store.clone();
         let writer = writer.unwrap_or(false);
         task(self.own_threads, same, move || {
-            let key = key(id, file);
+            let key = key(id);
             loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
         })
     }
@@ -315,13 +301,13 @@ impl NativeStore {
     /// the load is the writer's, the store knows that session's log is the
     /// stored log (its first flush writes only what it appends).
     #[napi(ts_return_type = "Promise<NativeSession>")]
-    pub fn open(&self, id: String, file: String) -> StorePromise<(Log, u64), NativeSession> {
+    pub fn open(&self, id: String) -> StorePromise<(Log, u64), NativeSession> {
         let store = self.store.clone();
         task(
             self.own_threads,
             |(log, token)| NativeSession::with_token(log, token),
             move || {
-                let key = key(id, file);
+                let key = key(id);
                 let token = new_token();
                 let log = at_low_priority(&key, || store.open(&key, token))?;
                 Ok((log, token))
@@ -352,7 +338,6 @@ impl NativeStore {
         &self,
         source: &FlushSource,
         id: String,
-        file: String,
         start: f64,
         to: f64,
         live_from: f64,
@@ -369,7 +354,7 @@ impl NativeStore {
             }
             drop(live);
             let flushed = store.flush(
-                &key(id, file),
+                &key(id),
                 Flush {
                     token,
                     header,
@@ -396,16 +381,17 @@ impl NativeStore {
         task(self.own_threads, listed_json, move || store.list())
     }
 
-    /// The JSONL path of a session with this cwd and encoded id (no I/O).
+    /// The JSONL path of a session with this cwd and id (no I/O).
     #[napi]
-    pub fn locate(&self, env: Env, cwd: Option<String>, file: String) -> Result<Option<String>> {
+    pub fn locate(&self, env: Env, cwd: Option<String>, id: String) -> Result<Option<String>> {
         let Some(store) = &self.jsonl else {
             return Ok(None);
         };
-        let path = store
-            .backend()
-            .locate(cwd.as_deref(), &file)
-            .map_err(|e| js_error(&env, &e))?;
+        let path = call(&env, || {
+            store
+                .backend()
+                .locate(cwd.as_deref(), &crate::store::jsonl::encode_id(&id))
+        })?;
         Ok(Some(path.to_string_lossy().into_owned()))
     }
 

@@ -71,9 +71,10 @@ pub fn stem(file: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(format!("~~{hex}"))
 }
 
-/// The SPEC 11 file name encoding of an id, over its UTF-16 code units
-/// (the same as `encodeId` in lib/stores.js), to match a hashed file to
-/// the id its header names.
+/// The SPEC 11 file name encoding of an id, over its UTF-16 code units:
+/// `[A-Za-z0-9._-]` stay, every other unit becomes `~XXXX`; `.` and `..`
+/// are encoded whole. (JS refuses ids with a lone surrogate before they
+/// reach here: a Rust string cannot hold one.)
 pub fn encode_id(id: &str) -> String {
     match id {
         "." => return "~002E".into(),
@@ -706,21 +707,13 @@ impl Backend for JsonlBackend {
                 }) else {
                     continue;
                 };
-                // A hashed name is listed under the encoded id it hashes
-                // (the JS side then checks the id encodes to it).
-                let file = if stem.len() > LITERAL_MAX || stem.starts_with("~~") {
-                    let encoded = encode_id(header.id());
-                    if self::stem(&encoded) != stem && encoded != stem {
-                        continue;
-                    }
-                    encoded
-                } else {
-                    stem.to_string()
-                };
-                out.push(Listed {
-                    file: Some(file),
-                    header,
-                });
+                // A file is listed only under the name its header's id
+                // encodes to (literally, or hashed when long).
+                let encoded = encode_id(header.id());
+                if self::stem(&encoded) != stem && encoded != stem {
+                    continue;
+                }
+                out.push(Listed { header });
             }
         }
         Ok(out)

@@ -131,8 +131,6 @@ pub enum Flushed {
 /// A stored session found by `list()`.
 #[derive(Debug)]
 pub struct Listed {
-    /// The JSONL file name without `.jsonl` (the JS side checks it encodes the id).
-    pub file: Option<String>,
     pub header: SessionHeader,
 }
 

@@ -1340,7 +1340,7 @@ impl Backend for PostgresBackend {
                     .filter_map(|row| {
                         let id: String = row.try_get(0).ok()?;
                         let header = header_of(&id, header_columns(row, 1)).ok()?;
-                        Some(Listed { file: None, header })
+                        Some(Listed { header })
                     })
                     .collect())
             },

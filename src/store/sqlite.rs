@@ -1008,7 +1008,7 @@ impl Backend for SqliteBackend {
         self.with(|conn| {
             Ok(list_headers(conn, &self.path)?
                 .into_iter()
-                .map(|header| Listed { file: None, header })
+                .map(|header| Listed { header })
                 .collect())
         })
     }

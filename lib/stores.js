@@ -288,10 +288,10 @@ class SqliteSessionStore extends SessionStoreBase {
   }
 }
 
-/** Milliseconds option `name` of PostgresSessionStore: a positive integer up to 2^31 - 1, or the default. */
-function millis(options, name, fallback) {
+/** Milliseconds option `name` of PostgresSessionStore: a positive integer up to 2^31 - 1, or undefined (the native default). */
+function millis(options, name) {
   const value = options[name]
-  if (value === undefined) return fallback
+  if (value === undefined) return undefined
   if (!Number.isInteger(value) || value <= 0 || value > 0x7fffffff) {
     throw fail(`PostgresSessionStore ${name} must be a positive integer of milliseconds, got ${String(value)}`, 'INVALID_ARGUMENT')
   }
@@ -312,8 +312,8 @@ class PostgresSessionStore extends SessionStoreBase {
     if (typeof schema !== 'string' || schema.length === 0) {
       throw fail('PostgresSessionStore schema must be a non-empty string', 'INVALID_ARGUMENT')
     }
-    const poolSize = options.poolSize ?? 4
-    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1024) {
+    const poolSize = options.poolSize
+    if (poolSize !== undefined && (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1024)) {
       throw fail(`PostgresSessionStore poolSize must be an integer from 1 to 1024, got ${String(poolSize)}`, 'INVALID_ARGUMENT')
     }
     super(
@@ -321,9 +321,9 @@ class PostgresSessionStore extends SessionStoreBase {
         url,
         schema,
         poolSize,
-        millis(options, 'leaseMs', 30_000),
-        millis(options, 'statementTimeoutMs', 30_000),
-        millis(options, 'connectTimeoutMs', 10_000),
+        millis(options, 'leaseMs'),
+        millis(options, 'statementTimeoutMs'),
+        millis(options, 'connectTimeoutMs'),
       ),
       false,
     )

@@ -227,26 +227,26 @@ impl NativeStore {
     }
 
     /// A PostgreSQL store (see `PostgresSessionStore`); nothing connects
-    /// until an operation. Durations in milliseconds (checked in JS).
+    /// until an operation. Durations in milliseconds (checked in JS); an
+    /// option not given takes its default (`PgOptions`).
     #[napi(factory)]
     pub fn postgres(
         env: Env,
         connection_string: String,
         schema: String,
-        pool_size: u32,
-        lease_ms: u32,
-        statement_timeout_ms: u32,
-        connect_timeout_ms: u32,
+        pool_size: Option<u32>,
+        lease_ms: Option<u32>,
+        statement_timeout_ms: Option<u32>,
+        connect_timeout_ms: Option<u32>,
     ) -> Result<NativeStore> {
-        let ms = |n: u32| std::time::Duration::from_millis(u64::from(n));
+        let ms = |n: Option<u32>, default| n.map_or(default, |n| std::time::Duration::from_millis(u64::from(n)));
         call(&env, || {
             let backend = PostgresBackend::new(PgOptions {
-                connection_string,
-                schema,
-                pool_size: pool_size.max(1) as usize,
-                lease: ms(lease_ms),
-                statement_timeout: ms(statement_timeout_ms),
-                connect_timeout: ms(connect_timeout_ms),
+                pool_size: pool_size.map_or(PgOptions::POOL_SIZE, |n| n.max(1) as usize),
+                lease: ms(lease_ms, PgOptions::LEASE),
+                statement_timeout: ms(statement_timeout_ms, PgOptions::STATEMENT_TIMEOUT),
+                connect_timeout: ms(connect_timeout_ms, PgOptions::CONNECT_TIMEOUT),
+                ..PgOptions::new(connection_string, schema)
             })?;
             Ok(NativeStore {
                 store: Arc::new(Store::new(backend)),

@@ -535,12 +535,8 @@ pub fn list_sqlite_sessions(path: String) -> AsyncTask<ListTask> {
 /// (default timeouts; one connection).
 fn postgres_reader(url: String, schema: String) -> CoreResult<PostgresBackend> {
     PostgresBackend::reader(PgOptions {
-        connection_string: url,
-        schema,
         pool_size: 1,
-        lease: std::time::Duration::from_secs(30),
-        statement_timeout: std::time::Duration::from_secs(30),
-        connect_timeout: std::time::Duration::from_secs(10),
+        ..PgOptions::new(url, schema)
     })
 }
 

@@ -61,6 +61,27 @@ pub struct PgOptions {
     pub connect_timeout: Duration,
 }
 
+impl PgOptions {
+    /// The defaults of `PostgresSessionStore`'s options (`leaseMs`,
+    /// `statementTimeoutMs`, `connectTimeoutMs`, `poolSize`): their one home.
+    pub const LEASE: Duration = Duration::from_secs(30);
+    pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    pub const POOL_SIZE: usize = 4;
+
+    /// Options for `connection_string` and `schema`, every other one its default.
+    pub fn new(connection_string: String, schema: String) -> PgOptions {
+        PgOptions {
+            connection_string,
+            schema,
+            pool_size: PgOptions::POOL_SIZE,
+            lease: PgOptions::LEASE,
+            statement_timeout: PgOptions::STATEMENT_TIMEOUT,
+            connect_timeout: PgOptions::CONNECT_TIMEOUT,
+        }
+    }
+}
+
 /// What the store keeps per session: the epoch of the lease it holds.
 #[derive(Debug, Default)]
 pub struct PgHandle {

@@ -38,7 +38,7 @@ function storeFor(label: string): { dir: string; schema: string; open: () => Ses
   return { dir, schema: pgSchema(dir), open }
 }
 
-/** The documented schema (README, "PostgreSQL store"), as a plain client creates it. */
+/** The documented schema (docs/POSTGRES.md, "Schema"), as a plain client creates it. */
 function documentedSchema(s: string): string {
   return `CREATE SCHEMA ${s};
 CREATE TABLE ${s}.dsh_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

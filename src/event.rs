@@ -2,7 +2,8 @@
 //! without building a tree for the payload.
 
 use crate::error::{Code, CoreError};
-use crate::json::{seq_of_text, TextDefect};
+use crate::json::seq_of_text;
+use crate::scan::TextDefect;
 use crate::scan::{data_field, member, object_members, scan_event, string_is, string_value};
 
 /// The core event types the contract gives payloads to; everything else is

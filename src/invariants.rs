@@ -8,7 +8,7 @@
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::not_lossless;
-use crate::json::TextDefect;
+use crate::scan::TextDefect;
 use crate::scan::{
     array_items, member, object_members, scan_event, string_is, string_lossy, string_units, Fields,
 };
@@ -254,10 +254,6 @@ impl Trace {
     /// How many events were committed.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     fn require_open_step(&self, kind: &str, p: &Payload) -> CoreResult<()> {

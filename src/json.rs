@@ -1,65 +1,18 @@
-//! Lossless-JSON rules over JSON text (SPEC 2), and the small JSON helpers the
-//! rest of the core shares.
-//!
-//! JavaScript values are snapshotted on the JS side (only JS can see getters,
-//! prototypes and sparse arrays). Text that reaches Rust from a file or a
-//! database is checked here: it must parse, and every number must come back
-//! from `JSON.parse` as a finite number other than `-0`.
+//! The small JSON helpers the rest of the core shares, over texts the
+//! scanner (`scan`, the one reader: syntax and the lossless rules of SPEC 2)
+//! has read: quoting, JavaScript's number rules for seqs, and equality of
+//! two texts as JSON. (JavaScript values are snapshotted on the JS side,
+//! the only side that sees getters, prototypes and sparse arrays.)
 
-use serde::de::Deserializer;
-use serde_json::value::RawValue;
 use serde_json::Value;
-
-/// Why a JSON text is not a lossless value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TextDefect {
-    /// Not JSON at all (or trailing garbage).
-    Syntax,
-    /// JSON that `JSON.parse` would turn into `-0` or a non-finite number.
-    NotLossless,
-}
-
-/// Check that `text` is one JSON value that `JSON.parse` reads losslessly
-/// (the scanner's rules: no `-0` or `±Infinity`, nesting within
-/// `scan::MAX_NESTING`).
-pub fn check_lossless_text(text: &str) -> Result<(), TextDefect> {
-    crate::scan::check_value(text)
-}
-
-/// Serde helper: a field that is present (even as `null`) is `Some`; only a
-/// missing field is `None` (JavaScript's `!== undefined`).
-pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    use serde::Deserialize;
-    Value::deserialize(d).map(Some)
-}
 
 /// `JSON.stringify(s)` for a string.
 pub fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
 }
 
-/// Structural JSON equality where object key order does not matter
-/// ("canonical JSON" equality) and numbers compare as JavaScript numbers.
-pub fn canonical_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| canonical_eq(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| canonical_eq(v, w)))
-        }
-        _ => false,
-    }
-}
-
-/// `canonical_eq` over two JSON texts the scanner read, without building
-/// trees: object key order does not matter (the last of duplicate keys
+/// Whether two JSON texts the scanner read are equal as JSON ("canonical
+/// JSON" equality), without building trees: object key order does not matter (the last of duplicate keys
 /// counts, as in `JSON.parse`), strings compare as UTF-16 code units (lone
 /// surrogates included), numbers as doubles. Texts nested deeper than a
 /// line may be (`scan::MAX_NESTING` plus the envelope) are not equal.
@@ -154,67 +107,13 @@ pub fn seq_of_text(raw: &str) -> Option<u64> {
     (f.fract() == 0.0 && (0.0..=MAX_SAFE as f64).contains(&f)).then_some(f as u64)
 }
 
-/// A raw JSON text is the empty array (`[]`, any white space inside).
-pub fn raw_is_empty_array(raw: &RawValue) -> bool {
-    let t = raw.get().trim();
-    t.starts_with('[') && t.ends_with(']') && t[1..t.len() - 1].trim().is_empty()
-}
-
-/// The elements of a raw JSON array as text, without the brackets
-/// (`[a, b]` -> `a, b`), or `None` when the text is not an array.
-pub fn raw_array_inner(raw: &RawValue) -> Option<&str> {
-    let t = raw.get().trim();
-    if t.len() >= 2 && t.starts_with('[') && t.ends_with(']') {
-        Some(t[1..t.len() - 1].trim())
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn lossless_text_accepts_ordinary_json() {
-        assert_eq!(
-            check_lossless_text(r#"{"a":[1,2.5,"x",null,true,{}]}"#),
-            Ok(())
-        );
-        assert_eq!(check_lossless_text("0"), Ok(()));
-    }
-
-    #[test]
-    fn lossless_text_rejects_negative_zero_and_overflow() {
-        assert_eq!(check_lossless_text("-0"), Err(TextDefect::NotLossless));
-        assert_eq!(
-            check_lossless_text(r#"{"a":[-0.0]}"#),
-            Err(TextDefect::NotLossless)
-        );
-        assert!(check_lossless_text("1e400").is_err());
-    }
-
-    #[test]
-    fn lossless_text_rejects_syntax_errors() {
-        assert_eq!(check_lossless_text("{"), Err(TextDefect::Syntax));
-        assert_eq!(check_lossless_text("{} x"), Err(TextDefect::Syntax));
-        assert_eq!(check_lossless_text("NaN"), Err(TextDefect::Syntax));
-    }
-
-    #[test]
-    fn canonical_equality_ignores_key_order_only() {
-        assert!(canonical_eq(
-            &json!({"a":1,"b":[1,2]}),
-            &json!({"b":[1,2],"a":1})
-        ));
-        assert!(!canonical_eq(&json!([1, 2]), &json!([2, 1])));
-        assert!(canonical_eq(&json!(1), &json!(1.0)));
-        assert!(!canonical_eq(&json!({"a":1}), &json!({"a":1,"b":null})));
-    }
-
-    #[test]
-    fn canonical_text_equality_matches_canonical_eq_and_reads_what_serde_cannot() {
+    fn canonical_text_equality_ignores_key_order_and_reads_what_serde_cannot() {
         let pairs = [
             (r#"{"a":1,"b":[1,2]}"#, r#"{ "b": [1, 2], "a": 1.0 }"#, true),
             (r#"[1,2]"#, r#"[2,1]"#, false),
@@ -226,11 +125,6 @@ mod tests {
         ];
         for (a, b, want) in pairs {
             assert_eq!(canonical_eq_text(a, b), want, "{a} vs {b}");
-            let (x, y): (Value, Value) = (
-                serde_json::from_str(a).unwrap(),
-                serde_json::from_str(b).unwrap(),
-            );
-            assert_eq!(canonical_eq(&x, &y), want, "{a} vs {b}");
         }
         // Lone surrogates and nesting beyond serde's 128 levels.
         assert!(canonical_eq_text(
@@ -251,14 +145,5 @@ mod tests {
         assert_eq!(as_seq(&json!(1.5)), None);
         assert_eq!(as_seq(&json!(9007199254740992u64)), None);
         assert_eq!(as_seq(&json!("1")), None);
-    }
-
-    #[test]
-    fn raw_array_helpers() {
-        let raw: Box<RawValue> = serde_json::from_str("[ ]").unwrap();
-        assert!(raw_is_empty_array(&raw));
-        let raw: Box<RawValue> = serde_json::from_str("[1, 2]").unwrap();
-        assert!(!raw_is_empty_array(&raw));
-        assert_eq!(raw_array_inner(&raw), Some("1, 2"));
     }
 }

@@ -1,16 +1,23 @@
 //! dsh-session-native: the event-sourced session log of TypeScript agent
 //! loops, natively. Domain modules know nothing of napi; `binding` converts.
+//! Modules are private: the addon's exports are the napi ones, so the
+//! compiler reports whatever nothing uses.
 
-pub mod error;
-pub mod event;
-pub mod invariants;
-pub mod json;
-pub mod log;
-pub mod priority;
-pub mod repair;
-pub mod scan;
-pub mod session_header;
-pub mod store;
-pub mod surface;
+// napi-derive registers the exports only outside test builds, so there
+// every export (and what only exports use) looks unused; `cargo clippy`
+// without `--all-targets` is the dead-code check.
+#![cfg_attr(test, allow(dead_code))]
 
-pub mod binding;
+mod error;
+mod event;
+mod invariants;
+mod json;
+mod log;
+mod priority;
+mod repair;
+mod scan;
+mod session_header;
+mod store;
+mod surface;
+
+mod binding;

@@ -7,7 +7,15 @@
 //! any depth is read without recursion; syntax is judged before the
 //! lossless rules (a torn line is unparsable even if it holds a `-0`).
 
-use crate::json::TextDefect;
+/// Why a JSON text is not a lossless value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextDefect {
+    /// Not JSON at all (or trailing garbage).
+    Syntax,
+    /// JSON that `JSON.parse` would turn into `-0` or a non-finite number,
+    /// or that nests deeper than `MAX_NESTING`.
+    NotLossless,
+}
 
 /// How deeply a payload (an event's `data`, a header) may nest arrays and
 /// objects: `[]` nests 1 level, `[[1]]` 2. Deeper is not lossless JSON for
@@ -417,7 +425,9 @@ impl<'a> Scanner<'a> {
 }
 
 /// Check that `text` is one JSON value (a payload) that `JSON.parse` reads
-/// losslessly and that nests at most `MAX_NESTING` levels.
+/// losslessly and that nests at most `MAX_NESTING` levels (the tests' view
+/// of the rules every read applies).
+#[cfg(test)]
 pub fn check_value(text: &str) -> Scan<()> {
     let mut s = Scanner::new(text, MAX_NESTING);
     s.skip_value(0)?;
@@ -801,6 +811,18 @@ mod differential;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lossless_values_pass_and_negative_zero_overflow_and_syntax_do_not() {
+        assert_eq!(check_value(r#"{"a":[1,2.5,"x",null,true,{}]}"#), Ok(()));
+        assert_eq!(check_value("0"), Ok(()));
+        assert_eq!(check_value("-0"), Err(TextDefect::NotLossless));
+        assert_eq!(check_value(r#"{"a":[-0.0]}"#), Err(TextDefect::NotLossless));
+        assert!(check_value("1e400").is_err());
+        assert_eq!(check_value("{"), Err(TextDefect::Syntax));
+        assert_eq!(check_value("{} x"), Err(TextDefect::Syntax));
+        assert_eq!(check_value("NaN"), Err(TextDefect::Syntax));
+    }
 
     #[test]
     fn splits_envelope_and_payload_fields() {

@@ -314,7 +314,7 @@ impl NativeSession {
     /// The header line and the texts the log holds, as JSONL (a live
     /// session appends its own events' lines).
     #[napi(js_name = "toJsonl")]
-    pub fn to_jsonl(&mut self, env: Env) -> Result<String> {
+    pub fn jsonl(&mut self, env: Env) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
         call(&env, || self.log.to_jsonl())
     }

@@ -24,7 +24,7 @@ mod texts;
 
 pub use read::Helper;
 pub(crate) use read::Part;
-pub use resume::{JsonlReading, PayloadBatch};
+pub use resume::JsonlReading;
 pub use texts::{Text, Texts};
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;

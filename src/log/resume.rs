@@ -89,6 +89,7 @@ impl JsonlReading {
     }
 
     /// Read the caller's bytes (`push` of all of them, then the end).
+    #[cfg(test)]
     pub fn of_bytes(bytes: &[u8]) -> JsonlReading {
         let mut reading = JsonlReading::default();
         reading.push(bytes);

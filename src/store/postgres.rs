@@ -1144,7 +1144,8 @@ impl PostgresBackend {
         });
     }
 
-    /// Run `sql` on a pooled connection in a transaction (tests and tools).
+    /// Run `sql` on a pooled connection in a transaction (tests).
+    #[cfg(test)]
     pub fn execute(&self, sql: &str) -> CoreResult<()> {
         self.tx(|tx| tx.batch(sql))
     }

@@ -33,7 +33,7 @@ const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
 const noop = () => {}
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 
-/** Live events whose texts a flush writes per event-loop turn (about 4 ms of `JSON.stringify`). */
+/** Live events whose texts a flush writes per event-loop turn (a few ms of `JSON.stringify`: benchmark/pauses.mjs). */
 const LIVE_PART_EVENTS = 4096
 
 /**

@@ -433,9 +433,8 @@ fn splice_rows(
 
 /// How much of the database file a load reads through a memory map
 /// (SQLite's `mmap_size`; address space only). Mapped pages are read
-/// without a system call and a copy each: a 100k-event open spent 8-14 ms
-/// less in the kernel and took 11% less time (median of ten opens, 125 ->
-/// 111 ms; five alternated pairs, all faster). Only loads map the file:
+/// without a system call and a copy each (what that saved a 100k-event
+/// open is in benchmark/README.md). Only loads map the file:
 /// SQLite cannot turn an I/O error on a mapped page into an error code (the
 /// process gets SIGBUS), so the map is dropped when the load is done.
 const LOAD_MMAP_BYTES: u64 = 1 << 30;

@@ -167,6 +167,19 @@ pub struct Candidate<'a> {
     pub source_event_seqs: Option<&'a str>,
 }
 
+impl<'a> Candidate<'a> {
+    /// The candidate of an event the scanner read.
+    pub fn of(e: &'a crate::event::EventText<'a>) -> Candidate<'a> {
+        Candidate {
+            ty: &e.ty,
+            kind: e.kind,
+            seq: e.seq,
+            surface_op: e.surface_op,
+            source_event_seqs: e.source_event_seqs,
+        }
+    }
+}
+
 fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
     let ty = c.ty;
     if !c.kind.is_surface_eligible() {

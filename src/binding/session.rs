@@ -210,12 +210,10 @@ impl NativeSession {
         data: Option<String>,
     ) -> Result<u32> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        call(&env, || {
-            let p = self.validate(&ty, seq, surface_meta, data)?;
-            let effect = p.effect();
-            self.log.commit_prepared(p);
-            Ok(effect)
-        })
+        let p = call(&env, || self.validate(&ty, seq, surface_meta, data))?;
+        let effect = p.effect();
+        self.log.commit_prepared(p);
+        Ok(effect)
     }
 
     /// Validate one live append and hold it until `commitPrepared` or
@@ -229,12 +227,10 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        call(&env, || {
-            let p = self.validate(&ty, seq, surface_meta, data)?;
-            let effect = p.effect();
-            self.prepared = Some(p);
-            Ok(effect)
-        })
+        let p = call(&env, || self.validate(&ty, seq, surface_meta, data))?;
+        let effect = p.effect();
+        self.prepared = Some(p);
+        Ok(effect)
     }
 
     #[napi(js_name = "commitPrepared")]

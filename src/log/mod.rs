@@ -253,18 +253,9 @@ impl Log {
                 e.seq
             ))));
         }
-        let plan = self
-            .surface
-            .plan(&Candidate {
-                ty: &e.ty,
-                kind: e.kind,
-                seq: e.seq,
-                surface_op: e.surface_op,
-                source_event_seqs: e.source_event_seqs,
-            })
-            .map_err(|err| {
-                Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
-            })?;
+        let plan = self.surface.plan(&Candidate::of(&e)).map_err(|err| {
+            Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
+        })?;
         let header = header_seq(e.kind, e.seq);
         let meta = EventMeta {
             kind: e.kind,

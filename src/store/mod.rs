@@ -809,23 +809,15 @@ fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surfa
             // `parse_batch` read every event already.
             Err(_) => continue,
         };
-        let plan = next
-            .plan(&Candidate {
-                ty: &e.ty,
-                kind: e.kind,
-                seq: e.seq,
-                surface_op: e.surface_op,
-                source_event_seqs: e.source_event_seqs,
+        let plan = next.plan(&Candidate::of(&e)).map_err(|err| {
+            err.map_message(|m| {
+                format!(
+                    "invalid append batch for session {}: event at index {index} (seq {}): {m}",
+                    crate::json::quote(id),
+                    e.seq
+                )
             })
-            .map_err(|err| {
-                err.map_message(|m| {
-                    format!(
-                        "invalid append batch for session {}: event at index {index} (seq {}): {m}",
-                        crate::json::quote(id),
-                        e.seq
-                    )
-                })
-            })?;
+        })?;
         next.apply(&plan);
     }
     Ok(next)

@@ -93,16 +93,15 @@ impl TlsOptions {
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mode = self.effective_mode();
-        let verifier: Arc<dyn ServerCertVerifier> = match mode {
-            Mode::Disable | Mode::Prefer | Mode::Require => Arc::new(Unverified {
-                provider: provider.clone(),
-            }),
-            Mode::VerifyCa | Mode::VerifyFull => Arc::new(Verifier {
-                roots: Arc::new(self.root_store()?),
-                provider: provider.clone(),
-                check_name: mode == Mode::VerifyFull,
-            }),
+        let roots = match mode {
+            Mode::Disable | Mode::Prefer | Mode::Require => None,
+            Mode::VerifyCa | Mode::VerifyFull => Some(Arc::new(self.root_store()?)),
         };
+        let verifier: Arc<dyn ServerCertVerifier> = Arc::new(Verifier {
+            roots,
+            provider: provider.clone(),
+            check_name: mode == Mode::VerifyFull,
+        });
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| tls_setup(format!("no TLS protocol version is available: {e}")))?
@@ -448,67 +447,15 @@ fn key_values(conn: &str) -> CoreResult<Vec<(String, String, &str)>> {
     }
 }
 
-/// `require` and `prefer`: encrypted, the server's certificate not checked
-/// (libpq's behaviour); the handshake's signatures still are.
-#[derive(Debug)]
-struct Unverified {
-    provider: Arc<CryptoProvider>,
-}
-
-/// `verify-ca` (the chain to a trusted root) and `verify-full` (that, and
-/// the host name).
+/// How the server's certificate is checked: not at all for `require` and
+/// `prefer` (libpq's behaviour: encrypted, the handshake's signatures still
+/// checked), against `roots` for `verify-ca`, and its host name too for
+/// `verify-full`.
 #[derive(Debug)]
 struct Verifier {
-    roots: Arc<RootCertStore>,
+    roots: Option<Arc<RootCertStore>>,
     provider: Arc<CryptoProvider>,
     check_name: bool,
-}
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 impl ServerCertVerifier for Verifier {
@@ -520,10 +467,13 @@ impl ServerCertVerifier for Verifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(roots) = &self.roots else {
+            return Ok(ServerCertVerified::assertion());
+        };
         let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
         rustls::client::verify_server_cert_signed_by_trust_anchor(
             &cert,
-            &self.roots,
+            roots,
             intermediates,
             now,
             self.provider.signature_verification_algorithms.all,

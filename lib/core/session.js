@@ -550,6 +550,9 @@ class Session {
   }
 
   deriveMessages() {
+    // A model step: the texts a read left raw are kept compressed from the
+    // step after the compressor (started by the read) is done.
+    if (this.#prefix > 0) this.#native.settle()
     this.#deriveUpTo(this.#nodes.length)
     return this.#derived.slice()
   }

@@ -159,6 +159,13 @@ impl NativeSession {
         })
     }
 
+    /// Take what the compressor a read started has finished, if it has
+    /// (never waits; `deriveMessages()` calls it at each model step).
+    #[napi]
+    pub fn settle(&mut self) {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
+    }
+
     #[napi(getter)]
     pub fn length(&self) -> u32 {
         self.log.len() as u32

@@ -98,7 +98,10 @@ impl Task for Detached {
     }
 }
 
-fn task<O: Send + 'static, J>(
+/// An operation that reads or writes storage (a store's, or a read of the
+/// CLI's: `inspect`) as the promise JS gets: resolved with `convert` of
+/// what `work` returns, rejected with its error (`js_error`).
+pub(super) fn task<O: Send + 'static, J>(
     own_thread: bool,
     convert: fn(O) -> J,
     work: impl FnOnce() -> CoreResult<O> + Send + 'static,
@@ -113,7 +116,7 @@ fn task<O: Send + 'static, J>(
     }
 }
 
-fn same<T>(t: T) -> T {
+pub(super) fn same<T>(t: T) -> T {
     t
 }
 
@@ -239,7 +242,9 @@ impl NativeStore {
         statement_timeout_ms: Option<u32>,
         connect_timeout_ms: Option<u32>,
     ) -> Result<NativeStore> {
-        let ms = |n: Option<u32>, default| n.map_or(default, |n| std::time::Duration::from_millis(u64::from(n)));
+        let ms = |n: Option<u32>, default| {
+            n.map_or(default, |n| std::time::Duration::from_millis(u64::from(n)))
+        };
         call(&env, || {
             let backend = PostgresBackend::new(PgOptions {
                 pool_size: pool_size.map_or(PgOptions::POOL_SIZE, |n| n.max(1) as usize),
@@ -284,11 +289,7 @@ impl NativeStore {
     /// With `writer`, the load must take the session's write lease (it
     /// rejects with `SESSION_IN_USE` when another store holds it).
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn load(
-        &self,
-        id: String,
-        writer: Option<bool>,
-    ) -> StorePromise<String, String> {
+    pub fn load(&self, id: String, writer: Option<bool>) -> StorePromise<String, String> {
         let store = self.store.clone();
         let writer = writer.unwrap_or(false);
         task(self.own_threads, same, move || {

@@ -79,9 +79,14 @@ async function spoolStdin() {
 
 /** The session ids of a SQLite database, read-only (the core's list). */
 async function sqliteIds(file, label) {
-  const listed = JSON.parse(await binding.listSqliteSessions(file))
-  if (listed.error !== undefined) throw new CliError(`${label}: ${oneLine(listed.error.message)}`, listed.error.code)
-  return listed.headers.map((h) => h.id)
+  let headers
+  try {
+    headers = JSON.parse(await binding.listSqliteSessions(file))
+  } catch (error) {
+    if (typeof error?.code !== 'string') throw error
+    throw new CliError(`${label}: ${oneLine(error.message)}`, error.code)
+  }
+  return headers.map((h) => h.id)
 }
 
 /** A database named without a session: its one session, or a CliError asking for the id. */

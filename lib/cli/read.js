@@ -24,15 +24,17 @@ const DEFECTS = new Set(['CORRUPT_LOG', 'LEGACY_VOCABULARY', 'INVALID_EVENT', 'I
  * plain words) and `line`/`row`/`seq` details.
  */
 async function readLog(address, { write = false } = {}) {
-  const report = address.kind === 'jsonl'
-    ? await binding.readJsonlLog(address.path, write)
-    : address.kind === 'postgres'
-      ? await binding.readPostgresLog(address.url, address.schema, address.id)
-      : await binding.readSqliteLog(address.path, address.id)
-  const error = report.errorJson()
-  if (error !== null) {
-    const parsed = JSON.parse(error)
-    const { code, message, ...where } = DEFECTS.has(parsed.code) ? plainDefect(parsed, address.kind) : parsed
+  let report
+  try {
+    report = address.kind === 'jsonl'
+      ? await binding.readJsonlLog(address.path, write)
+      : address.kind === 'postgres'
+        ? await binding.readPostgresLog(address.url, address.schema, address.id)
+        : await binding.readSqliteLog(address.path, address.id)
+  } catch (error) {
+    if (typeof error?.code !== 'string') throw error
+    const failure = { code: error.code, message: error.message }
+    const { code, message, ...where } = DEFECTS.has(failure.code) ? plainDefect(failure, address.kind) : failure
     throw new CliError(`${address.text}: ${oneLine(message)}`, code, { address: address.text, ...where })
   }
   const plan = JSON.parse(report.planJson())
@@ -70,10 +72,16 @@ function readJsonl(bytes) {
 
 async function readBeforeDefect(address) {
   if (address.kind === 'sqlite' || address.kind === 'postgres') {
-    const listed = JSON.parse(address.kind === 'postgres'
-      ? await binding.listPostgresSessions(address.url, address.schema)
-      : await binding.listSqliteSessions(address.path))
-    const header = listed.headers?.find((h) => h.id === address.id)
+    let headers
+    try {
+      headers = JSON.parse(address.kind === 'postgres'
+        ? await binding.listPostgresSessions(address.url, address.schema)
+        : await binding.listSqliteSessions(address.path))
+    } catch (error) {
+      if (typeof error?.code !== 'string') throw error
+      headers = []
+    }
+    const header = headers.find((h) => h.id === address.id)
     if (header === undefined) return { native: null, header: null, defectLine: null }
     // The header alone, as a log of no events (the core reads it back).
     const native = readJsonl(Buffer.from(`${JSON.stringify({ type: 'session', ...header })}\n`))
@@ -139,7 +147,8 @@ function describeRepair(plan, address) {
  */
 function leaseHolder(address, id) {
   if (address.stdin || (address.kind !== 'jsonl' && address.kind !== 'sqlite')) return null
-  return binding.sessionLeaseHolder(address.kind, address.path, String(id))
+  const pid = binding.sessionLeaseHolder(address.kind, address.path, String(id))
+  return pid === null ? null : `process ${pid}`
 }
 
 /** Say on stderr that the log read needs repair, and which view is shown. */

@@ -6,10 +6,11 @@
 //! asynchronous ones reject with it; a panic is an `INTERNAL` error.
 
 pub mod functions;
+pub mod inspect;
+pub mod invariants;
 pub mod session;
 pub mod store;
 mod threads;
-pub mod tools;
 
 use crate::error::{Code, CoreError, CoreResult};
 use napi::bindgen_prelude::{JsObjectValue, Object};

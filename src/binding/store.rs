@@ -98,7 +98,10 @@ impl Task for Detached {
     }
 }
 
-fn task<O: Send + 'static, J>(
+/// An operation that reads or writes storage (a store's, or a read of the
+/// CLI's: `inspect`) as the promise JS gets: resolved with `convert` of
+/// what `work` returns, rejected with its error (`js_error`).
+pub(super) fn task<O: Send + 'static, J>(
     own_thread: bool,
     convert: fn(O) -> J,
     work: impl FnOnce() -> CoreResult<O> + Send + 'static,
@@ -113,7 +116,7 @@ fn task<O: Send + 'static, J>(
     }
 }
 
-fn same<T>(t: T) -> T {
+pub(super) fn same<T>(t: T) -> T {
     t
 }
 

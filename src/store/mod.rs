@@ -12,6 +12,7 @@
 //! anything that may have changed storage behind it), and refuses a batch
 //! that does not start exactly at the stored length.
 
+pub(crate) mod inspect;
 pub mod jsonl;
 pub mod lease;
 pub mod load;

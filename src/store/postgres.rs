@@ -424,18 +424,6 @@ impl PostgresBackend {
         self.tx_then(|tx| self.read(tx, id), false)
     }
 
-    /// The stored sessions' headers, ordered as `list()` orders them.
-    pub fn headers(&self) -> CoreResult<Vec<SessionHeader>> {
-        let mut listed: Vec<SessionHeader> = self.list()?.into_iter().map(|l| l.header).collect();
-        let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
-        listed.sort_by(|a, b| {
-            created(a)
-                .total_cmp(&created(b))
-                .then_with(|| a.id().cmp(b.id()))
-        });
-        Ok(listed)
-    }
-
     /// How long the client waits for the answer to one statement.
     fn statement_deadline(&self) -> Duration {
         self.options.statement_timeout + DEADLINE_MARGIN

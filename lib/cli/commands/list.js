@@ -59,9 +59,12 @@ function jsonlHeader(file) {
 
 /** The headers of a SQLite database, read-only; `onError` gets a database the core cannot read. */
 async function sqliteHeaders(file, onError) {
-  const listed = JSON.parse(await binding.listSqliteSessions(file))
-  if (listed.error !== undefined) return onError(listed.error)
-  return listed.headers
+  try {
+    return JSON.parse(await binding.listSqliteSessions(file))
+  } catch (error) {
+    if (typeof error?.code !== 'string') throw error
+    return onError(error)
+  }
 }
 
 /** Directory entries, or a warning and none when the folder cannot be read. */
@@ -136,9 +139,14 @@ async function list({ positionals, flags }) {
   if (isPostgres(text)) {
     const { url, schema, id, shown } = splitPostgres(text)
     if (id !== undefined) throw new CliError(`bad address "${shown}#${id}": list takes a database (postgres://…/db[?schema=name]), not a session`, CODES.BAD_ADDRESS)
-    const listed = JSON.parse(await binding.listPostgresSessions(url, schema))
-    if (listed.error !== undefined) throw new CliError(`${shown}: ${oneLine(listed.error.message)}`, listed.error.code)
-    found = listed.headers.map((header) => ({ header, address: `${shown}#${encodeURIComponent(header.id)}` }))
+    let headers
+    try {
+      headers = JSON.parse(await binding.listPostgresSessions(url, schema))
+    } catch (error) {
+      if (typeof error?.code !== 'string') throw error
+      throw new CliError(`${shown}: ${oneLine(error.message)}`, error.code)
+    }
+    found = headers.map((header) => ({ header, address: `${shown}#${encodeURIComponent(header.id)}` }))
   } else if (text.startsWith('sqlite:')) {
     const rest = text.slice('sqlite:'.length)
     if (rest.includes('#')) throw new CliError(`bad address "${text}": list takes a database (sqlite:<path>), not a session`, CODES.BAD_ADDRESS)

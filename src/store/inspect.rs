@@ -1,0 +1,496 @@
+//! The read-only store API the `dsh-session` command-line tool reads
+//! through: one stored log read by its address with the stores' own load
+//! code (`jsonl::repair_bytes`, `sqlite::read_session`, the PostgreSQL
+//! reader) and the load repair of SPEC 11 applied in memory, the first
+//! record a torn tail drops, the sessions of a database, and who holds a
+//! session's write lease. Nothing here writes, except `read_jsonl` asked to
+//! make the repair durable (`jsonl::write_repair`, under the lease), and
+//! nothing beside a SQLite database is created (no `-wal`, no `-shm`).
+
+use super::load::Repaired;
+use super::postgres::{PgOptions, PostgresBackend};
+use super::{jsonl, lease, not_found, sqlite, Backend};
+use crate::error::{Code, CoreError, CoreResult};
+use crate::invariants::Trace;
+use crate::log::Log;
+use crate::session_header::SessionHeader;
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::Value;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// A stored log read with the load repair of SPEC 11.
+pub struct StoredLog {
+    pub repaired: Repaired,
+    /// Stored event records (the torn tail included).
+    pub records: usize,
+    /// JSONL only: the file size and the length the repair truncates to.
+    pub file_bytes: Option<u64>,
+    pub committed_bytes: Option<u64>,
+    /// Whether the repair was written.
+    pub written: bool,
+    /// The first record a torn tail drops.
+    pub torn_record: Option<TornRecord>,
+}
+
+/// Where a dropped record is: a 1-based line of a JSONL file (the header is
+/// line 1) or a 1-based event row of a database, in seq order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Line(usize),
+    Row(usize),
+}
+
+/// The first record a torn tail drops: where, the seq it should hold, why
+/// it ends the kept events, and its text (cut to `TORN_SHOWN` characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornRecord {
+    pub place: Place,
+    pub seq: usize,
+    pub cause: String,
+    pub text: String,
+    /// JSONL only: the record's length in bytes.
+    pub bytes: Option<usize>,
+}
+
+/// The first SPEC 9 violation over a log, and the seq of the event it is about.
+pub struct Violation {
+    pub error: CoreError,
+    pub seq: usize,
+}
+
+impl StoredLog {
+    /// A database session read without writing (no file sizes).
+    fn read_only(repaired: Repaired, records: usize) -> StoredLog {
+        StoredLog {
+            repaired,
+            records,
+            file_bytes: None,
+            committed_bytes: None,
+            written: false,
+            torn_record: None,
+        }
+    }
+
+    /// The log as a store load returns it (kept events and closers), or,
+    /// unless `repaired`, as stored (the kept events alone).
+    pub fn log(&self, repaired: bool) -> CoreResult<Log> {
+        let log = &self.repaired.log;
+        if repaired || log.len() == self.repaired.preserved {
+            return Ok(log.clone());
+        }
+        log.fork_prefix(self.repaired.preserved, log.header().clone())
+    }
+
+    /// The first SPEC 9 violation over the kept events (and the closers
+    /// when `repaired`), or `None`.
+    pub fn first_violation(&self, repaired: bool) -> CoreResult<Option<Violation>> {
+        let log = &self.repaired.log;
+        let end = if repaired {
+            log.len()
+        } else {
+            self.repaired.preserved
+        };
+        let texts = (0..end)
+            .map(|i| log.text(i))
+            .collect::<CoreResult<Vec<_>>>()?;
+        let mut trace = Trace::new();
+        Ok(trace
+            .extend(texts.iter().map(|t| &**t))
+            .err()
+            .map(|error| Violation {
+                error,
+                seq: trace.len(),
+            }))
+    }
+}
+
+/// At most this many characters of a torn record are shown.
+const TORN_SHOWN: usize = 100;
+
+/// `text` cut to `TORN_SHOWN` characters (an ellipsis says it was).
+fn shown_text(text: &str) -> String {
+    match text.char_indices().nth(TORN_SHOWN) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// Why the record `text` (expected at seq `expected`) ends the kept
+/// events, as the one reader of event lines sees it.
+fn torn_cause(text: &str, expected: usize) -> String {
+    match crate::scan::read_event_line(text) {
+        Err(_) => "is not a JSON event".into(),
+        Ok((fields, _)) => match fields.seq.and_then(crate::json::seq_of_text) {
+            Some(seq) if seq == expected as u64 => "is not a valid event".into(),
+            Some(seq) => format!("breaks the seq order (expected seq {expected}, got {seq})"),
+            None => format!("breaks the seq order (expected seq {expected}, got none)"),
+        },
+    }
+}
+
+/// The first line a JSONL repair drops (the bytes after `committed`).
+fn torn_jsonl(bytes: &[u8], committed: u64, preserved: usize) -> Option<TornRecord> {
+    let start = usize::try_from(committed).ok()?;
+    let tail = bytes.get(start..).filter(|t| !t.is_empty())?;
+    let line = bytes[..start].iter().filter(|&&b| b == b'\n').count() + 1;
+    let (record, ended) = match tail.iter().position(|&b| b == b'\n') {
+        Some(end) => (&tail[..end], true),
+        None => (tail, false),
+    };
+    let record = record.strip_suffix(b"\r").unwrap_or(record);
+    let (text, cause) = match std::str::from_utf8(record) {
+        Err(_) => (
+            String::from_utf8_lossy(record).into_owned(),
+            "is not valid UTF-8".to_string(),
+        ),
+        Ok(text) if !ended => (
+            text.to_string(),
+            "has no newline at its end (a write cut short)".to_string(),
+        ),
+        Ok(text) => (text.to_string(), torn_cause(text, preserved)),
+    };
+    Some(TornRecord {
+        place: Place::Line(line),
+        seq: preserved,
+        cause,
+        text: shown_text(&text),
+        bytes: Some(record.len()),
+    })
+}
+
+/// The first event row a SQLite repair drops (row `preserved + 1` in seq
+/// order), its columns shown as JSON values.
+fn torn_sqlite(conn: &Connection, id: &str, preserved: usize) -> Option<TornRecord> {
+    let (seq, ty, data): (Value, Value, Value) = conn
+        .query_row(
+            "SELECT seq, type, data FROM events WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
+            rusqlite::params![id, preserved as i64],
+            |r| {
+                let value = |v: ValueRef<'_>| match v {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(i) => Value::from(i),
+                    ValueRef::Real(f) => Value::from(f),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        Value::String(String::from_utf8_lossy(t).into_owned())
+                    }
+                };
+                Ok((value(r.get_ref(0)?), value(r.get_ref(1)?), value(r.get_ref(2)?)))
+            },
+        )
+        .ok()?;
+    let cause = match seq.as_u64() {
+        Some(s) if s != preserved as u64 => {
+            format!("breaks the seq order (expected seq {preserved}, got {s})")
+        }
+        _ => "does not form an event from its columns".to_string(),
+    };
+    Some(TornRecord {
+        place: Place::Row(preserved + 1),
+        seq: preserved,
+        cause,
+        text: shown_text(&format!("seq {seq}, type {ty}, data {data}")),
+        bytes: None,
+    })
+}
+
+/// Read a JSONL log by path and repair it as a store load would
+/// (`jsonl::repair_bytes`); with `write`, make the repair durable as the
+/// JSONL store does on load (`jsonl::write_repair`).
+pub fn read_jsonl(path: &Path, write: bool) -> CoreResult<StoredLog> {
+    // A repair is a writer: it needs the session's lease (SESSION_IN_USE
+    // while a store writes the session), held until it is done.
+    let _lease = if write { jsonl::lease_log(path)? } else { None };
+    let mut file = if write {
+        OpenOptions::new().read(true).write(true).open(path)
+    } else {
+        File::open(path)
+    }
+    .map_err(|e| CoreError::io("cannot open session log", path, e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| CoreError::io("cannot read session log", path, e))?;
+    let (repaired, committed, records) = jsonl::repair_bytes(&bytes, None)?;
+    let written = write && repaired.needs_write();
+    if written {
+        jsonl::write_repair(&file, path, committed, &repaired)?;
+    }
+    let torn_record = if repaired.torn {
+        torn_jsonl(&bytes, committed, repaired.preserved)
+    } else {
+        None
+    };
+    Ok(StoredLog {
+        repaired,
+        records,
+        file_bytes: Some(bytes.len() as u64),
+        committed_bytes: Some(committed),
+        written,
+        torn_record,
+    })
+}
+
+/// Whether the database file at `path` is in WAL mode (header bytes 18
+/// and 19, the read and write versions, are 2).
+fn is_wal(path: &str) -> bool {
+    let mut head = [0u8; 20];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head[18] == 2 && head[19] == 2)
+}
+
+/// What changes when a writer commits to the database file: its size,
+/// modification time and inode.
+fn file_stamp(path: &str) -> Option<(u64, std::time::SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some((m.len(), m.modified().ok()?, ino))
+}
+
+/// `path` as a SQLite `file:` URI (`?`, `#` and `%` escaped).
+fn file_uri(path: &str) -> String {
+    let mut uri = String::from("file:");
+    for c in path.chars() {
+        match c {
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            '%' => uri.push_str("%25"),
+            c => uri.push(c),
+        }
+    }
+    uri
+}
+
+/// Read the SQLite database at `path` with `read`, creating nothing beside
+/// it. A read-only connection to a WAL database creates its `-wal` and
+/// `-shm` files and, unable to checkpoint, leaves them. So a WAL database
+/// with no `-wal` (every commit is in the main file, no writer has it open)
+/// is read `immutable`, and the read is kept only if no writer came
+/// meanwhile (still no `-wal`, the file unchanged); otherwise, and for a
+/// database a writer has open or in rollback-journal mode, it is read
+/// through a plain read-only connection, which then creates nothing.
+fn with_sqlite<T>(path: &str, read: impl Fn(&Connection) -> CoreResult<T>) -> CoreResult<T> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let wal = format!("{path}-wal");
+    if is_wal(path) && !Path::new(&wal).exists() {
+        let before = file_stamp(path);
+        let uri = format!("{}?immutable=1", file_uri(path));
+        if let Ok(conn) = Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI) {
+            let result = read(&conn);
+            drop(conn);
+            if !Path::new(&wal).exists() && before.is_some() && file_stamp(path) == before {
+                return result;
+            }
+        }
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite::sql_err(path, e))?;
+    read(&conn)
+}
+
+/// Whether the read-only connection `conn` to `path` holds sessions: its
+/// schema version checked; false for a database without sessions (schema
+/// version 0 and no tables). A version-0 database that has both tables is
+/// read like a stamped one: the store stamps it and reads them (`CREATE
+/// TABLE IF NOT EXISTS`), so the CLI sees the same sessions. Nothing here
+/// stamps a schema or creates a table.
+fn has_sessions(conn: &Connection, path: &str) -> CoreResult<bool> {
+    if sqlite::schema_version(conn, path)? != 0 {
+        return Ok(true);
+    }
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'events')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| sqlite::sql_err(path, e))?;
+    Ok(tables == 2)
+}
+
+/// Read one session of a SQLite database without writing to it, and repair
+/// it in memory as the SQLite store's load does (`sqlite::read_session`).
+pub fn read_sqlite(path: &str, id: &str) -> CoreResult<StoredLog> {
+    with_sqlite(path, |conn| {
+        if !has_sessions(conn, path)? {
+            return Err(not_found(id));
+        }
+        let (repaired, records) =
+            sqlite::read_session(conn, path, id)?.ok_or_else(|| not_found(id))?;
+        let torn_record = if repaired.torn {
+            torn_sqlite(conn, id, repaired.preserved)
+        } else {
+            None
+        };
+        Ok(StoredLog {
+            torn_record,
+            ..StoredLog::read_only(repaired, records)
+        })
+    })
+}
+
+/// Headers in the order the stores list them: `createdAt`, then id.
+fn sorted(mut headers: Vec<SessionHeader>) -> Vec<SessionHeader> {
+    let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+    headers.sort_by(|a, b| {
+        created(a)
+            .total_cmp(&created(b))
+            .then_with(|| a.id().cmp(b.id()))
+    });
+    headers
+}
+
+/// The headers of a SQLite database's sessions, read-only, in list order;
+/// rows that are not v0 headers are left out, as the store does
+/// (`sqlite::list_headers`).
+pub fn list_sqlite(path: &str) -> CoreResult<Vec<SessionHeader>> {
+    let headers = with_sqlite(path, |conn| {
+        if !has_sessions(conn, path)? {
+            return Ok(Vec::new());
+        }
+        sqlite::list_headers(conn, path)
+    })?;
+    Ok(sorted(headers))
+}
+
+/// Run `read` with a read-only reader of the PostgreSQL store at `url`,
+/// schema `schema` (default timeouts; one connection), closed after.
+fn with_postgres<T>(
+    url: String,
+    schema: String,
+    read: impl FnOnce(&PostgresBackend) -> CoreResult<T>,
+) -> CoreResult<T> {
+    let reader = PostgresBackend::reader(PgOptions {
+        pool_size: 1,
+        ..PgOptions::new(url, schema)
+    })?;
+    let result = read(&reader);
+    reader.close();
+    result
+}
+
+/// Read one session of a PostgreSQL store read-only (no lease, no repair
+/// written), with the load repair in memory.
+pub fn read_postgres(url: String, schema: String, id: &str) -> CoreResult<StoredLog> {
+    let (repaired, records) =
+        with_postgres(url, schema, |r| r.read_log(id))?.ok_or_else(|| not_found(id))?;
+    Ok(StoredLog::read_only(repaired, records))
+}
+
+/// The session headers of a PostgreSQL store, read-only, in list order; a
+/// schema without the store's tables holds no session.
+pub fn list_postgres(url: String, schema: String) -> CoreResult<Vec<SessionHeader>> {
+    match with_postgres(url, schema, |r| r.list()) {
+        Ok(listed) => Ok(sorted(listed.into_iter().map(|l| l.header).collect())),
+        Err(e) if e.kind() == Code::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A session whose write lease `lease_holder` looks for: a JSONL log (by
+/// its path) or a session of a SQLite database (by the database's path and
+/// the session's id).
+pub enum Leased<'a> {
+    Jsonl { log: &'a Path },
+    Sqlite { database: &'a str, id: &'a str },
+}
+
+/// The lock file of a stored session's write lease (`None` for a JSONL
+/// log outside a store's layout, which no store writes).
+fn lease_file(session: &Leased<'_>) -> Option<PathBuf> {
+    match *session {
+        Leased::Jsonl { log } => jsonl::lease_path_of_log(log),
+        Leased::Sqlite { database, id } => {
+            Some(PathBuf::from(format!("{database}.locks")).join(lease::hashed_name(id)))
+        }
+    }
+}
+
+/// The pid of the process holding an `flock` on the file `dev`:`ino`, as
+/// `/proc/locks` lists it (`N: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> ...`,
+/// major and minor in hex; `->` marks a waiter, not a holder).
+#[cfg(target_os = "linux")]
+fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    locks.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) != Some(&"FLOCK") {
+            return None;
+        }
+        let mut at = fields.get(5)?.split(':');
+        let (maj, min, file) = (at.next()?, at.next()?, at.next()?);
+        let same = u64::from_str_radix(maj, 16).ok()? == major
+            && u64::from_str_radix(min, 16).ok()? == minor
+            && file.parse::<u64>().ok()? == ino;
+        same.then(|| fields[4].parse().ok()).flatten()
+    })
+}
+
+/// The pid of the process holding the write lease of a stored session,
+/// seen without taking it (a probe that locked the file, however briefly,
+/// could make a writer's lease attempt fail); `None` when it is free, has
+/// no lock file, or cannot be seen (systems without `/proc/locks`).
+pub fn lease_holder(session: &Leased<'_>) -> Option<u32> {
+    let lock = lease_file(session)?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&lock).ok()?;
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        flock_holder(&locks, meta.dev(), meta.ino())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = lock;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_jsonl_record_names_its_line_cause_and_text() {
+        let bytes = b"{\"type\":\"session\"}\n{\"seq\":0}\n{\"type\":\"x\",\"se";
+        let torn = torn_jsonl(bytes, 29, 1).unwrap();
+        assert_eq!(torn.place, Place::Line(3));
+        assert_eq!(torn.seq, 1);
+        assert_eq!(torn.text, "{\"type\":\"x\",\"se");
+        assert!(torn.cause.contains("no newline"));
+        let gap =
+            b"{\"type\":\"session\"}\n{\"type\":\"turn/end\",\"seq\":5,\"time\":1,\"data\":{}}\n";
+        let torn = torn_jsonl(gap, 19, 0).unwrap();
+        assert_eq!(torn.cause, "breaks the seq order (expected seq 0, got 5)");
+        assert_eq!(torn_jsonl(gap, gap.len() as u64, 1), None);
+    }
+
+    #[test]
+    fn a_long_torn_record_is_shown_cut() {
+        let long = "é".repeat(TORN_SHOWN + 5);
+        assert_eq!(shown_text(&long).chars().count(), TORN_SHOWN + 1);
+        assert!(shown_text(&long).ends_with('…'));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn proc_locks_lines_name_the_holder_of_one_file() {
+        // dev 0x0801 (major 8, minor 1), inode 1234.
+        let locks = "1: POSIX  ADVISORY  WRITE 7 08:01:1234 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 42 08:01:1234 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 43 08:01:1234 0 EOF\n";
+        assert_eq!(flock_holder(locks, 0x0801, 1234), Some(42));
+        assert_eq!(flock_holder(locks, 0x0801, 1235), None);
+        assert_eq!(flock_holder(locks, 0x0802, 1234), None);
+    }
+
+    #[test]
+    fn file_uris_escape_what_sqlite_reads_as_a_query() {
+        assert_eq!(file_uri("/a b/c?d#e%f.db"), "file:/a b/c%3fd%23e%25f.db");
+    }
+}

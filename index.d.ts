@@ -411,8 +411,18 @@ export declare class Session {
   /** The canonical header in force after the last `request/header`, or `undefined`. */
   requestHeader(): EpochHeader | undefined
 
-  /** The exact text a JSONL store would hold for this session. */
+  /**
+   * The exact text a JSONL store would hold for this session. A log longer
+   * than a JavaScript string can hold (about 512 MiB) throws `TOO_LARGE`:
+   * use {@link Session.writeJsonl}.
+   */
   toJsonl(): string
+  /**
+   * Write what `toJsonl()` gives (the events at the call) to the file at
+   * `path`, made or truncated, for a log of any size, off the event loop.
+   * Resolves to the bytes written.
+   */
+  writeJsonl(path: string): Promise<number>
   /**
    * A new session holding events `0..=boundary` (default: the whole log),
    * which must end on a `turn/end`. The child header records

@@ -31,25 +31,6 @@ function core() {
 const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
 
 const noop = () => {}
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
-/** Live events whose texts a flush writes per event-loop turn (a few ms of `JSON.stringify`: benchmark/pauses.mjs). */
-const LIVE_PART_EVENTS = 4096
-
-/**
- * The texts of `session`'s live events `from..to`, as UTF-8 parts built a
- * part per event-loop turn (a live session of a million events would
- * otherwise stringify them all at once on the main thread).
- */
-async function liveParts(session, internal, from, to) {
-  const parts = []
-  for (let a = from; a < to; a += LIVE_PART_EVENTS) {
-    if (a > from) await nextTurn()
-    parts.push(Buffer.from(internal.liveLines(session, a, Math.min(to, a + LIVE_PART_EVENTS)), 'utf8'))
-  }
-  return parts
-}
-
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
 function checkId(id) {
   if (typeof id !== 'string' || id.length === 0) {
@@ -224,7 +205,7 @@ class SessionStoreBase {
     let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
     for (;;) {
       const liveFrom = Math.max(start, prefix)
-      const parts = await liveParts(session, internal, liveFrom, to)
+      const parts = await internal.liveParts(session, liveFrom, to)
       const written = await this.#native.flush(native.flushSource(), id, start, to, liveFrom, parts)
       if (written >= 0 || start === 0) return Math.max(written, 0)
       start = 0

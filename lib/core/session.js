@@ -25,6 +25,7 @@
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
+const path = require('node:path')
 const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
@@ -52,6 +53,24 @@ const EVENTS_SLICE = 8192
 const internal = { binding, snapshotEvents, parseFrozen }
 const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
+}
+
+/** Live events whose texts are written per event-loop turn (a few ms of `JSON.stringify`: benchmark/pauses.mjs). */
+const LIVE_PART_EVENTS = 4096
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * The texts of `session`'s live events `from..to`, as UTF-8 parts built a
+ * part per event-loop turn (a live session of a million events would
+ * otherwise stringify them all at once on the main thread).
+ */
+async function liveParts(session, from, to) {
+  const parts = []
+  for (let a = from; a < to; a += LIVE_PART_EVENTS) {
+    if (a > from) await nextTurn()
+    parts.push(Buffer.from(internal.liveLines(session, a, Math.min(to, a + LIVE_PART_EVENTS)), 'utf8'))
+  }
+  return parts
 }
 
 /** The native form of an event's surface fields (`{surfaceOp?, sourceEventSeqs?}`), or null. */
@@ -602,7 +621,38 @@ class Session {
   }
 
   toJsonl() {
-    return this.#native.toJsonl() + this.#liveLines(this.#prefix, this.#seq)
+    const limit = internal.stringLimit
+    const head = this.#native.toJsonl(limit)
+    let live
+    try {
+      live = this.#liveLines(this.#prefix, this.#seq)
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error
+      live = undefined
+    }
+    if (live === undefined || head.length + live.length > limit) {
+      throw fail(
+        `session "${this.#id}": its JSONL is longer than a JavaScript string can hold; write it to a file with session.writeJsonl(path) instead`,
+        'TOO_LARGE',
+      )
+    }
+    return head + live
+  }
+
+  /**
+   * Write what `toJsonl()` gives to the file at `path` (made or
+   * truncated), for a log of any size: the texts the native log holds are
+   * written off the main thread, this session's own events a part per
+   * event-loop turn. Resolves to the bytes written. The events are those
+   * at the call.
+   */
+  async writeJsonl(file) {
+    if (typeof file !== 'string' || file.length === 0) {
+      throw fail('writeJsonl expects a file path', 'INVALID_ARGUMENT')
+    }
+    const source = this.#native.flushSource()
+    const parts = await liveParts(this, this.#prefix, this.#seq)
+    return binding.writeJsonl(source, path.resolve(file), parts)
   }
 
   fork(boundary, childId) {
@@ -641,6 +691,10 @@ class Session {
     internal.flushSource = (session) => ({ native: session.#native, prefix: session.#prefix, to: session.#seq })
     /** The texts of live events `from..to`, a line each. */
     internal.liveLines = (session, from, to) => session.#liveLines(from, to)
+    /** `liveLines` as UTF-8 parts, a part per event-loop turn. */
+    internal.liveParts = liveParts
+    /** The longest string `toJsonl()` makes (V8's limit; tests lower it). */
+    internal.stringLimit = 0x1fffffe8
     internal.wrapNative = (native) => new Session(INTERNAL, native)
     /**
      * Derive the messages of the surface a few nodes at a time (parsing

@@ -315,11 +315,18 @@ impl NativeSession {
     }
 
     /// The header line and the texts the log holds, as JSONL (a live
-    /// session appends its own events' lines).
+    /// session appends its own events' lines); `TOO_LARGE` when that takes
+    /// more than `maxLength` bytes (what a JS string can hold).
     #[napi(js_name = "toJsonl")]
-    pub fn jsonl(&mut self, env: Env) -> Result<String> {
+    pub fn jsonl(&mut self, env: Env, max_length: f64) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        call(&env, || self.log.to_jsonl())
+        call(&env, || {
+            let bytes = self.log.jsonl_bytes();
+            if bytes as f64 > max_length {
+                return Err(too_large(self.log.header().id(), bytes));
+            }
+            self.log.to_jsonl()
+        })
     }
 
     /// A child session under `childId` holding the log's events `0..end`
@@ -360,6 +367,48 @@ impl NativeSession {
         self.log
             .prepare(ty, seq as u64, surface_meta.as_deref(), data.as_deref())
     }
+}
+
+/// `TOO_LARGE`: a log whose JSONL a JS string cannot hold.
+pub(crate) fn too_large(id: &str, bytes: usize) -> CoreError {
+    CoreError::new(
+        Code::TooLarge,
+        format!(
+            "session {}: its JSONL ({bytes} bytes or more) is longer than a JavaScript string can hold; \
+             write it to a file with session.writeJsonl(path) instead",
+            crate::json::quote(id)
+        ),
+    )
+}
+
+/// Write the JSONL of a session to the file at `path` (made or truncated):
+/// the texts its log holds (`source`, read here off the main thread), then
+/// its own events' lines (`live`, a line each). Resolves to the bytes
+/// written.
+#[napi(js_name = "writeJsonl", ts_return_type = "Promise<number>")]
+pub fn write_jsonl(
+    source: &FlushSource,
+    path: String,
+    live: Vec<Buffer>,
+) -> super::store::StorePromise<f64, f64> {
+    let (header, prefix) = (source.header.clone(), source.prefix.clone());
+    super::store::task(false, super::store::same, move || {
+        use std::io::Write;
+        let path = std::path::PathBuf::from(path);
+        let file =
+            std::fs::File::create(&path).map_err(|e| CoreError::io("cannot create", &path, e))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let mut bytes = crate::log::write_jsonl(&header, &prefix, &mut out)
+            .map_err(|e| e.map_message(|m| format!("{m} (\"{}\")", path.display())))?;
+        for part in &live {
+            out.write_all(part)
+                .map_err(|e| CoreError::io("cannot write", &path, e))?;
+            bytes += part.len();
+        }
+        out.flush()
+            .map_err(|e| CoreError::io("cannot write", &path, e))?;
+        Ok(bytes as f64)
+    })
 }
 
 fn reentrant() -> CoreError {

@@ -22,6 +22,7 @@ mod read;
 mod resume;
 mod texts;
 
+pub use project::write_jsonl;
 pub use read::Helper;
 pub(crate) use read::Part;
 pub use resume::JsonlReading;

@@ -69,6 +69,11 @@ impl Log {
         Ok(out)
     }
 
+    /// The bytes `to_jsonl` takes (the header line and each text with its
+    /// newline), without reading a text.
+    pub fn jsonl_bytes(&self) -> usize {
+        jsonl_bytes(&self.header, &self.texts)
+    }
     /// The whole log as the JSONL store writes it.
     pub fn to_jsonl(&self) -> CoreResult<String> {
         let header = self.header.line();
@@ -99,5 +104,43 @@ impl Log {
             time: meta.time,
             data,
         })))
+    }
+}
+
+/// At least the bytes the JSONL of `header` and `texts` takes (what lies
+/// between texts a read kept may count too), without reading a text.
+pub fn jsonl_bytes(header: &crate::session_header::SessionHeader, texts: &super::Texts) -> usize {
+    header.line().len() + 1 + texts.span_bytes(0, texts.len()) + texts.len()
+}
+
+/// Write the JSONL of `header` and `texts` (what a JSONL store holds) to
+/// `out`, a text at a time; the bytes written.
+pub fn write_jsonl(
+    header: &crate::session_header::SessionHeader,
+    texts: &super::Texts,
+    out: &mut impl std::io::Write,
+) -> CoreResult<usize> {
+    let mut failed = None;
+    let mut written = 0;
+    let mut write = |bytes: &[u8]| {
+        if failed.is_none() {
+            match out.write_all(bytes) {
+                Ok(()) => written += bytes.len(),
+                Err(e) => failed = Some(e),
+            }
+        }
+    };
+    write(header.line().as_bytes());
+    write(b"\n");
+    texts.visit(0, texts.len(), |_, text| {
+        write(text.as_bytes());
+        write(b"\n");
+    })?;
+    match failed {
+        Some(e) => Err(CoreError::new(
+            crate::error::Code::Io,
+            format!("cannot write the session log: {e}"),
+        )),
+        None => Ok(written),
     }
 }

@@ -380,7 +380,7 @@ impl Texts {
         (0..self.len()).filter_map(|i| self.get(i).ok())
     }
     /// The offsets texts `from..to` cover (at least their total length).
-    pub(super) fn span_bytes(&self, from: usize, to: usize) -> usize {
+    pub(crate) fn span_bytes(&self, from: usize, to: usize) -> usize {
         match (
             self.spans.get(from),
             to.checked_sub(1).and_then(|l| self.spans.get(l)),

@@ -11,18 +11,28 @@ const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
 const { describeRepair, readLog } = require('../read.js')
 
-/** Write `text` to a new file `dest`, durably, never overwriting. */
-function writeNewFile(dest, text, label) {
+/**
+ * Write `session`'s JSONL to a new file `dest`, durably, never overwriting:
+ * streamed by `writeJsonl` (a log of any size) into a temporary file,
+ * fsynced, then linked into place.
+ */
+async function writeNewFile(dest, session, label) {
   const dir = path.dirname(dest)
   if (!fs.existsSync(dir)) throw new CliError(`${label}: no such directory ${dir}`, CODES.NO_SUCH_FILE, { path: dir })
   if (fs.existsSync(dest)) throw new CliError(`${label}: already exists (convert never overwrites)`, CODES.ALREADY_EXISTS, { path: dest })
   const tmp = path.join(dir, `.${path.basename(dest)}.${process.pid}.tmp`)
-  const fd = fs.openSync(tmp, 'wx')
+  fs.closeSync(fs.openSync(tmp, 'wx'))
   try {
-    fs.writeSync(fd, text)
-    fs.fsyncSync(fd)
-  } finally {
-    fs.closeSync(fd)
+    await session.writeJsonl(tmp)
+    const fd = fs.openSync(tmp, 'r+')
+    try {
+      fs.fsyncSync(fd)
+    } finally {
+      fs.closeSync(fd)
+    }
+  } catch (error) {
+    fs.rmSync(tmp, { force: true })
+    throw fromPackageError(label, error)
   }
   try {
     fs.linkSync(tmp, dest)
@@ -56,7 +66,7 @@ async function convert({ positionals, flags }) {
     return 0
   }
   if (to.kind === 'jsonl') {
-    writeNewFile(to.path, native.toJsonl(), to.text)
+    await writeNewFile(to.path, wrapNative(native), to.text)
   } else {
     if (to.id !== undefined && to.id !== header.id) {
       throw new CliError(`${to.text}: the session id is ${JSON.stringify(header.id)}, not ${JSON.stringify(to.id)} (convert keeps the id)`, CODES.BAD_ADDRESS)

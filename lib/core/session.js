@@ -703,14 +703,19 @@ class Session {
      * `deriveMessages()` only copies an array.
      */
     internal.warm = async (session, sliceMs = 4) => {
-      for (let at = 256, more = true; more; ) {
+      // Runs of at most 256 KiB of payload text: one long tool output is a
+      // run of its own, parsed in one step.
+      const ends = session.#prefix > 0 ? session.#native.runEnds(Uint32Array.from(session.#nodes), 256 << 10) : [session.#nodes.length]
+      let run = 0
+      for (let more = true; more; ) {
         const began = performance.now()
         while (more && performance.now() - began < sliceMs) {
-          more = session.#deriveUpTo(at)
-          at += 256
+          more = session.#deriveUpTo(ends[run]) && run + 1 < ends.length
+          run += 1
         }
         if (more) await new Promise((resolve) => setImmediate(resolve))
       }
+      session.#deriveUpTo(session.#nodes.length)
     }
   }
 }

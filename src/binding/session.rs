@@ -308,6 +308,30 @@ impl NativeSession {
         }
     }
 
+    /// Where to cut `seqs` into runs whose texts take at most `maxBytes`
+    /// each (a run holds one text at least): the end index of each run.
+    /// (`store.open` parses the first derive's payloads a run per step.)
+    #[napi(js_name = "runEnds")]
+    pub fn run_ends(&self, seqs: Uint32Array, max_bytes: u32) -> Vec<u32> {
+        let mut ends = Vec::new();
+        let mut bytes = 0usize;
+        for (i, &seq) in seqs.iter().enumerate() {
+            let seq = seq as usize;
+            let len = if seq < self.log.texts_len() {
+                self.log.texts_bytes(seq, seq + 1)
+            } else {
+                0
+            };
+            if bytes > 0 && bytes + len > max_bytes as usize {
+                ends.push(i as u32);
+                bytes = 0;
+            }
+            bytes += len;
+        }
+        ends.push(seqs.len() as u32);
+        ends
+    }
+
     /// Seq of the latest `request/header` (the header fold), or -1.
     #[napi(getter, js_name = "requestHeaderSeq")]
     pub fn request_header_seq(&self) -> f64 {

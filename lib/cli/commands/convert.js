@@ -62,7 +62,12 @@ async function convert({ positionals, flags }) {
   const header = plan.header
   const count = native.length
   if (to.kind === 'stdout') {
-    process.stdout.write(native.toJsonl())
+    // A string (a log past V8's string limit fails TOO_LARGE: convert to a file instead).
+    try {
+      process.stdout.write(wrapNative(native).toJsonl())
+    } catch (error) {
+      throw fromPackageError(to.text, error)
+    }
     return 0
   }
   if (to.kind === 'jsonl') {

@@ -17,6 +17,7 @@ pub mod jsonl;
 pub mod lease;
 pub mod load;
 pub mod postgres;
+pub(crate) mod rows;
 pub mod sqlite;
 
 use crate::error::{Code, CoreError, CoreResult};

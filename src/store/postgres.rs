@@ -18,12 +18,11 @@ mod schema;
 mod tls;
 
 use super::load::{self, Place, Repaired};
-use super::sqlite::{columns, complete_spliced, header_of, values_text, SplicedRows};
+use super::rows::{columns, complete_spliced, header_of, values_text, Cell, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
-use rusqlite::types::{Value as SqlValue, ValueRef};
 use schema::{schema_sql, schema_tables_sql, Found, TABLES};
 use serde_json::Value;
 use std::str::FromStr;
@@ -1142,16 +1141,13 @@ impl PostgresBackend {
 /// The six values of an `events` row as the SQLite splice reads them; a
 /// value of an unexpected type (a table altered by hand) is NULL, which no
 /// required column accepts (a damaged record).
-fn values(row: &Row) -> [ValueRef<'_>; 6] {
-    let int = |i: usize| {
-        row.try_get::<_, i64>(i)
-            .map_or(ValueRef::Null, ValueRef::Integer)
-    };
+fn values(row: &Row) -> [Cell<'_>; 6] {
+    let int = |i: usize| row.try_get::<_, i64>(i).map_or(Cell::Null, Cell::Int);
     let text = |i: usize| {
         row.try_get::<_, Option<&str>>(i)
             .ok()
             .flatten()
-            .map_or(ValueRef::Null, |s| ValueRef::Text(s.as_bytes()))
+            .map_or(Cell::Null, |s| Cell::Text(s.as_bytes()))
     };
     [int(0), text(1), int(2), text(3), text(4), text(5)]
 }
@@ -1371,18 +1367,18 @@ impl Backend for PostgresBackend {
 /// The header columns (version, created_at, cwd, parent_session,
 /// seed_length) of a `sessions` row, from column `first` on, as `header_of`
 /// reads them.
-fn header_columns(row: &Row, first: usize) -> [SqlValue; 5] {
+fn header_columns(row: &Row, first: usize) -> [Cell<'_>; 5] {
     let int = |i: usize| {
         row.try_get::<_, Option<i64>>(first + i)
             .ok()
             .flatten()
-            .map_or(SqlValue::Null, SqlValue::Integer)
+            .map_or(Cell::Null, Cell::Int)
     };
     let text = |i: usize| {
-        row.try_get::<_, Option<String>>(first + i)
+        row.try_get::<_, Option<&str>>(first + i)
             .ok()
             .flatten()
-            .map_or(SqlValue::Null, SqlValue::Text)
+            .map_or(Cell::Null, |s| Cell::Text(s.as_bytes()))
     };
     [int(0), int(1), text(2), text(3), int(4)]
 }

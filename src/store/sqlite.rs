@@ -3,14 +3,13 @@
 //! thread) and is shared behind a mutex; every statement binds its values.
 
 use super::load::{self, Place, Repaired};
+use super::rows::{columns, complete_spliced, header_of, values_text, Cell, Columns, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
-use crate::log::{Log, Part};
 use crate::session_header::SessionHeader;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -44,186 +43,25 @@ pub struct SqliteBackend {
     conn: Mutex<Conn>,
 }
 
-/// One event split into the columns of `events`.
-pub(crate) struct Columns<'a> {
-    pub(crate) ty: String,
-    pub(crate) seq: i64,
-    pub(crate) time: i64,
-    pub(crate) data: &'a str,
-    pub(crate) source_event_seqs: Option<String>,
-    pub(crate) surface_op: Option<String>,
-}
-
-pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
-    let e = read_event(text, 0).map_err(|e| match e {
-        ReadError::Invalid(e) => e,
-        ReadError::Unparsable => CoreError::new(Code::InvalidArgument, "event text is not JSON"),
-    })?;
-    Ok(Columns {
-        ty: e.ty.into_owned(),
-        seq: e.seq as i64,
-        time: e.time as i64,
-        data: e.data,
-        source_event_seqs: e.source_event_seqs.map(|v| v.to_string()),
-        surface_op: e.surface_op.map(|v| v.to_string()),
-    })
-}
-
-/// A JSON value of a column.
-fn json_of(v: SqlValue) -> Value {
+/// A value as the row codec reads it.
+fn cell(v: ValueRef<'_>) -> Cell<'_> {
     match v {
-        SqlValue::Null | SqlValue::Blob(_) => Value::Null,
-        SqlValue::Integer(i) => Value::from(i),
-        SqlValue::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        SqlValue::Text(s) => Value::String(s),
+        ValueRef::Null => Cell::Null,
+        ValueRef::Integer(i) => Cell::Int(i),
+        ValueRef::Real(f) => Cell::Real(f),
+        ValueRef::Text(t) => Cell::Text(t),
+        ValueRef::Blob(_) => Cell::Blob,
     }
 }
 
-/// The header of a `sessions` row, checked as a JSONL header line would be.
-pub(crate) fn header_of(id: &str, row: [SqlValue; 5]) -> CoreResult<SessionHeader> {
-    let [version, created_at, cwd, parent_session, seed_length] = row;
-    let mut record = Map::new();
-    record.insert("type".into(), Value::from("session"));
-    record.insert("version".into(), json_of(version));
-    record.insert("id".into(), Value::from(id));
-    record.insert("createdAt".into(), json_of(created_at));
-    for (key, v) in [
-        ("cwd", cwd),
-        ("parentSession", parent_session),
-        ("seedLength", seed_length),
-    ] {
-        if !matches!(v, SqlValue::Null) {
-            record.insert(key.into(), json_of(v));
-        }
-    }
-    SessionHeader::from_line(&Value::Object(record).to_string())
-}
-
-/// Byte classes for `json_column`'s scan.
-const PLAIN: u8 = 0;
-const QUOTE: u8 = 1;
-const BACKSLASH: u8 = 2;
-const OPEN: u8 = 3;
-const CLOSE: u8 = 4;
-const SEPARATOR: u8 = 5;
-const NEWLINE: u8 = 6;
-const CLASSES: [u8; 256] = {
-    let mut t = [PLAIN; 256];
-    t[b'"' as usize] = QUOTE;
-    t[b'\\' as usize] = BACKSLASH;
-    t[b'{' as usize] = OPEN;
-    t[b'[' as usize] = OPEN;
-    t[b'}' as usize] = CLOSE;
-    t[b']' as usize] = CLOSE;
-    t[b',' as usize] = SEPARATOR;
-    t[b':' as usize] = SEPARATOR;
-    t[b'\n' as usize] = NEWLINE;
-    t[b'\r' as usize] = NEWLINE;
-    t
-};
-
-/// The JSON text of a TEXT column, on one line, when it has the shape of
-/// exactly one value: brackets balance and nothing outside strings
-/// separates values. With that, an event text built around the column
-/// parses only if the column is one value, so a column can never smuggle
-/// in another field (the parse of the whole event text checks the rest).
-fn json_column(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
-    let ValueRef::Text(bytes) = v else {
-        return None;
-    };
-    let (mut depth, mut in_string, mut newline) = (0usize, false, false);
-    let mut i = 0;
-    while i < bytes.len() {
-        let class = CLASSES[bytes[i] as usize];
-        i += 1;
-        if in_string {
-            match class {
-                QUOTE => in_string = false,
-                BACKSLASH => i += 1,
-                NEWLINE => return None,
-                _ => {}
-            }
-            continue;
-        }
-        match class {
-            QUOTE => in_string = true,
-            OPEN => depth += 1,
-            CLOSE => depth = depth.checked_sub(1)?,
-            SEPARATOR if depth == 0 => return None,
-            NEWLINE => newline = true,
-            _ => {}
-        }
-    }
-    if depth != 0 || in_string {
-        return None;
-    }
-    let s = std::str::from_utf8(bytes).ok()?;
-    Some(if newline {
-        // Whitespace between tokens; a store line holds no newline.
-        std::borrow::Cow::Owned(s.replace(['\n', '\r'], " "))
-    } else {
-        std::borrow::Cow::Borrowed(s)
-    })
-}
-
-fn non_negative(v: ValueRef<'_>) -> Option<u64> {
-    match v {
-        ValueRef::Integer(i) => u64::try_from(i).ok(),
-        _ => None,
-    }
-}
-
-/// The event text of an `events` row (`seq, type, time, data,
-/// source_event_seqs, surface_op`), or `None` when its columns cannot form
-/// one (a record that cannot be read).
-fn row_text(row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<String>> {
-    Ok(values_text(row_values(row)?))
-}
-
-/// The six values of an `events` row (`seq, type, time, data,
-/// source_event_seqs, surface_op`).
-fn row_values<'r>(row: &'r rusqlite::Row<'_>) -> rusqlite::Result<[ValueRef<'r>; 6]> {
-    Ok([
-        row.get_ref(0)?,
-        row.get_ref(1)?,
-        row.get_ref(2)?,
-        row.get_ref(3)?,
-        row.get_ref(4)?,
-        row.get_ref(5)?,
-    ])
-}
-
-/// `row_text` over the values of a row (of this database or another
-/// engine's, see `store::postgres`).
-pub(crate) fn values_text(cols: [ValueRef<'_>; 6]) -> Option<String> {
-    let [seq, ty, time, data, sources, op] = cols;
-    let (Some(seq), Some(time), ValueRef::Text(ty)) = (non_negative(seq), non_negative(time), ty)
-    else {
-        return None;
-    };
-    let ty = std::str::from_utf8(ty).ok()?;
-    let data = json_column(data)?;
-    let optional = |v: ValueRef<'_>| match v {
-        ValueRef::Null => Some(None),
-        v => json_column(v).map(|t| Some(t.into_owned())),
-    };
-    let (Some(sources), Some(op)) = (optional(sources), optional(op)) else {
-        return None;
-    };
-    Some(event_text(
-        ty,
-        seq,
-        time,
-        &data,
-        sources.as_deref(),
-        op.as_deref(),
-    ))
-}
-
-fn owned_row<const N: usize>(row: &rusqlite::Row<'_>) -> rusqlite::Result<[SqlValue; N]> {
-    let mut out: [SqlValue; N] = std::array::from_fn(|_| SqlValue::Null);
+/// The `N` values of a row from column `first` on.
+fn cells<'r, const N: usize>(
+    row: &'r rusqlite::Row<'_>,
+    first: usize,
+) -> rusqlite::Result<[Cell<'r>; N]> {
+    let mut out = [Cell::Null; N];
     for (i, slot) in out.iter_mut().enumerate() {
-        *slot = row.get(i)?;
+        *slot = cell(row.get_ref(first + i)?);
     }
     Ok(out)
 }
@@ -263,80 +101,28 @@ pub fn schema_version(conn: &Connection, path: &str) -> CoreResult<i64> {
     Ok(version)
 }
 
-fn header_row(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<[SqlValue; 5]>> {
+/// The header of session `id`'s `sessions` row (`None` without one), read
+/// by `header_of`.
+fn read_header(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<SessionHeader>> {
     let mut stmt = conn
         .prepare_cached("SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?1")
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
     match rows.next().map_err(|e| sql_err(path, e))? {
-        Some(row) => Ok(Some(owned_row(row).map_err(|e| sql_err(path, e))?)),
+        Some(row) => Ok(Some(header_of(
+            id,
+            cells(row, 0).map_err(|e| sql_err(path, e))?,
+        )?)),
         None => Ok(None),
     }
 }
 
-/// A column's text when it is UTF-8 on one line; `None` otherwise (the
-/// row-by-row read decides what a newline means there).
-fn line_column(bytes: &[u8]) -> Option<&str> {
-    if bytes.contains(&b'\n') || bytes.contains(&b'\r') {
-        return None;
-    }
-    std::str::from_utf8(bytes).ok()
-}
-
-/// Append the event text of an `events` row (`seq, type, time, data,
-/// source_event_seqs, surface_op`) to `out`: the envelope `event_text`
-/// writes around the column texts as they are. Its span and where the
-/// columns landed; `None` (and `out` unchanged) when the columns cannot
-/// form an event that way.
-fn splice_values(
-    out: &mut String,
-    cols: [ValueRef<'_>; 6],
-) -> Option<((usize, usize), EventSpans)> {
-    fn text(v: ValueRef<'_>) -> Option<&str> {
-        match v {
-            ValueRef::Text(bytes) => line_column(bytes),
-            _ => None,
-        }
-    }
-    // An absent optional column is NULL: `Some(None)`.
-    fn optional(v: ValueRef<'_>) -> Option<Option<&str>> {
-        match v {
-            ValueRef::Null => Some(None),
-            v => text(v).map(Some),
-        }
-    }
-    let [seq, ty, time, data, sources, op] = cols;
-    let (Some(seq), Some(time), Some(ty), Some(data), Some(sources), Some(op)) = (
-        non_negative(seq),
-        non_negative(time),
-        ty.as_str().ok(),
-        text(data),
-        optional(sources),
-        optional(op),
-    ) else {
-        return None;
-    };
-    let start = out.len();
-    let spans = push_event_text(out, ty, seq, time, data, sources, op);
-    Some(((start, out.len()), spans))
-}
-
-/// Whether `field` (a slice of `text`, or absent) is exactly what the
-/// column at `span` holds: that one value with at most whitespace around
-/// it. A column that smuggles in another field (`1,"surfaceOp":...`) is not
-/// one value, so the value the event read there ends before the column.
-fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> bool {
-    let (Some((start, end)), Some(field)) = (span, field) else {
-        return span.is_none() && field.is_none();
-    };
-    let Some(at) = (field.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
-        return false;
-    };
-    let blank = |s: Option<&str>| s.is_some_and(|s| s.bytes().all(|b| matches!(b, b' ' | b'\t')));
-    at >= start
-        && at + field.len() <= end
-        && blank(text.get(start..at))
-        && blank(text.get(at + field.len()..end))
+/// Whether session `id` has a `sessions` row, readable or not.
+fn has_header(conn: &Connection, path: &str, id: &str) -> CoreResult<bool> {
+    let mut stmt = conn
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+        .map_err(|e| sql_err(path, e))?;
+    stmt.exists([id]).map_err(|e| sql_err(path, e))
 }
 
 /// How many rows session `id` has, and about how many bytes their event
@@ -372,46 +158,6 @@ fn texts_estimate(conn: &Connection, id: &str) -> (u64, usize) {
     )
 }
 
-/// Rows of one session spliced into one buffer (see `splice_row`).
-#[derive(Default)]
-pub(crate) struct SplicedRows {
-    text: String,
-    spans: Vec<(usize, usize)>,
-    columns: Vec<EventSpans>,
-    /// Rows read, those that could not form an event included.
-    rows: usize,
-    /// Whether every row formed an event.
-    whole: bool,
-}
-
-impl SplicedRows {
-    pub(crate) fn new() -> SplicedRows {
-        SplicedRows {
-            whole: true,
-            ..SplicedRows::default()
-        }
-    }
-
-    /// Splice one more row (see `splice_values`).
-    pub(crate) fn push(&mut self, cols: [ValueRef<'_>; 6]) {
-        self.rows += 1;
-        if !self.whole {
-            return;
-        }
-        match splice_values(&mut self.text, cols) {
-            Some((span, spliced)) => {
-                self.spans.push(span);
-                self.columns.push(spliced);
-            }
-            None => self.whole = false,
-        }
-    }
-
-    pub(crate) fn reserve(&mut self, bytes: usize) {
-        let _ = self.text.try_reserve(bytes);
-    }
-}
-
 /// Splice the rows `sql` selects (seq order) for `params`; `capacity`
 /// bytes are reserved for the text first (a hint).
 fn splice_rows(
@@ -426,7 +172,7 @@ fn splice_rows(
     let mut stmt = conn.prepare_cached(sql).map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query(params).map_err(|e| sql_err(path, e))?;
     while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
-        out.push(row_values(row).map_err(|e| sql_err(path, e))?);
+        out.push(cells(row, 0).map_err(|e| sql_err(path, e))?);
     }
     Ok(out)
 }
@@ -540,10 +286,9 @@ fn read_session_with(
     id: &str,
     parallel: bool,
 ) -> CoreResult<Option<(Repaired, usize)>> {
-    let Some(row) = header_row(conn, path, id)? else {
+    let Some(header) = read_header(conn, path, id)? else {
         return Ok(None);
     };
-    let header = header_of(id, row)?;
     let mut spliced = splice_session(conn, path, id, parallel)?;
     let rows = spliced.iter().map(|p| p.rows).sum();
     if let Some(repaired) = complete_spliced(id, &header, &mut spliced)? {
@@ -552,47 +297,6 @@ fn read_session_with(
     // Free what the read held before the row-by-row one.
     drop(spliced);
     read_rows(conn, path, id, header).map(Some)
-}
-
-/// The log of rows spliced by `SplicedRows::push`, each column checked to
-/// be exactly the value the event read there, repaired (closers only: every
-/// row was accepted); `None` when a row cannot be read that way (the caller
-/// reads the rows one by one, as records that may be damaged).
-pub(crate) fn complete_spliced(
-    id: &str,
-    header: &SessionHeader,
-    spliced: &mut [SplicedRows],
-) -> CoreResult<Option<Repaired>> {
-    if !spliced.iter().all(|p| p.whole) {
-        return Ok(None);
-    }
-    // The log takes the texts; their spans and columns stay here.
-    let texts: Vec<String> = spliced
-        .iter_mut()
-        .map(|p| std::mem::take(&mut p.text))
-        .collect();
-    let parts = texts
-        .into_iter()
-        .zip(spliced.iter())
-        .map(|(text, p)| Part {
-            text,
-            spans: &p.spans,
-        })
-        .collect();
-    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
-        spliced
-            .get(k)
-            .and_then(|p| p.columns.get(i))
-            .is_some_and(|c| {
-                is_column(text, Some(c.data), Some(e.data))
-                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
-                    && is_column(text, c.surface_op, e.surface_op)
-            })
-    };
-    match Log::from_parts(header.clone(), parts, &verify) {
-        Ok(log) => load::complete(id, log).map(Some),
-        Err(_) => Ok(None),
-    }
 }
 
 const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
@@ -677,7 +381,7 @@ fn read_rows(
             Ok(corrupt) => corrupt,
             Err(e) => sql_err(path, e),
         })?;
-        records.push(row_text(row).map_err(|e| sql_err(path, e))?);
+        records.push(values_text(cells(row, 0).map_err(|e| sql_err(path, e))?));
     }
     let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
     let repaired = load::repair(id, header, &texts, Place::Row)?;
@@ -692,19 +396,20 @@ pub(crate) fn list_headers(conn: &Connection, path: &str) -> CoreResult<Vec<Sess
             "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions",
         )
         .map_err(|e| sql_err(path, e))?;
-    let rows: Vec<[SqlValue; 6]> = stmt
-        .query_map([], owned_row::<6>)
-        .and_then(|rows| rows.collect())
-        .map_err(|e| sql_err(path, e))?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|[id, version, created_at, cwd, parent, seed]| {
-            let SqlValue::Text(id) = id else {
-                return None;
-            };
-            header_of(&id, [version, created_at, cwd, parent, seed]).ok()
-        })
-        .collect())
+    let mut rows = stmt.query([]).map_err(|e| sql_err(path, e))?;
+    let mut headers = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+        let Ok(ValueRef::Text(id)) = row.get_ref(0) else {
+            continue;
+        };
+        let (Ok(id), Ok(values)) = (std::str::from_utf8(id), cells(row, 1)) else {
+            continue;
+        };
+        if let Ok(header) = header_of(id, values) {
+            headers.push(header);
+        }
+    }
+    Ok(headers)
 }
 
 impl SqliteBackend {
@@ -889,7 +594,7 @@ impl Backend for SqliteBackend {
     type Handle = ();
 
     fn exists(&self, key: &Key) -> CoreResult<bool> {
-        self.with(|conn| Ok(header_row(conn, &self.path, &key.id)?.is_some()))
+        self.with(|conn| has_header(conn, &self.path, &key.id))
     }
 
     /// `<database>.locks/<sha256(id) hex>.lock`; none for `:memory:`.
@@ -1022,12 +727,12 @@ impl Backend for SqliteBackend {
 mod tests {
     use super::*;
 
-    /// The event text `row_text` builds from these column values.
+    /// The event text `values_text` builds from these column values.
     fn text_of(cols: [SqlValue; 6]) -> Option<String> {
         let conn = Connection::open_in_memory().unwrap();
         let mut stmt = conn.prepare("SELECT ?1, ?2, ?3, ?4, ?5, ?6").unwrap();
         let mut rows = stmt.query(rusqlite::params_from_iter(cols)).unwrap();
-        row_text(rows.next().unwrap().unwrap()).unwrap()
+        values_text(cells(rows.next().unwrap().unwrap(), 0).unwrap())
     }
 
     #[test]
@@ -1099,10 +804,35 @@ mod tests {
             .map_err(|e| e.to_string())
         };
         let fast = summary(read_session(&conn, "db", "s").map(|r| r.unwrap()));
-        let header = header_of("s", header_row(&conn, "db", "s").unwrap().unwrap()).unwrap();
+        let header = read_header(&conn, "db", "s").unwrap().unwrap();
         let slow = summary(read_rows(&conn, "db", "s", header));
         assert_eq!(fast, slow);
         fast
+    }
+
+    #[test]
+    fn a_header_column_that_is_not_utf8_is_a_corrupt_log_and_left_out_of_the_list() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        conn.execute_batch(
+            "INSERT INTO sessions (id, version, created_at, cwd) VALUES ('bad', 0, 1, CAST(X'FF2F' AS TEXT)); \
+             INSERT INTO sessions (id, version, created_at, cwd) VALUES ('good', 0, 1, '/w');",
+        )
+        .unwrap();
+        let e = read_header(&conn, "db", "bad").unwrap_err();
+        assert_eq!(e.code(), "CORRUPT_LOG");
+        assert!(
+            e.message().contains("cwd of session \"bad\""),
+            "{}",
+            e.message()
+        );
+        assert!(has_header(&conn, "db", "bad").unwrap());
+        let listed: Vec<String> = list_headers(&conn, "db")
+            .unwrap()
+            .iter()
+            .map(|h| h.id().to_owned())
+            .collect();
+        assert_eq!(listed, ["good"]);
     }
 
     #[test]
@@ -1198,7 +928,7 @@ mod tests {
             .log;
         let slow = b
             .with(|c| {
-                let header = header_of("long", header_row(c, &path, "long")?.unwrap())?;
+                let header = read_header(c, &path, "long")?.unwrap();
                 read_rows(c, &path, "long", header)
             })
             .unwrap();

@@ -1,0 +1,337 @@
+//! The row codec both SQL stores use (SPEC 11): an event's columns out of
+//! its text for a write, and an event text spliced back from a row's columns
+//! for a load, each column checked to be exactly one JSON value so that no
+//! column can smuggle in another field. Engine-neutral: each store turns its
+//! driver's values into `Cell`s.
+
+use super::load::{self, Repaired};
+use crate::error::{Code, CoreError, CoreResult};
+use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
+use crate::log::{Log, Part};
+use crate::session_header::SessionHeader;
+use serde_json::{Map, Value};
+
+/// One column's value as a driver read it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cell<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    /// TEXT, as bytes (a hand-made database can hold any).
+    Text(&'a [u8]),
+    Blob,
+}
+
+/// One event split into the columns of `events`.
+pub(crate) struct Columns<'a> {
+    pub(crate) ty: String,
+    pub(crate) seq: i64,
+    pub(crate) time: i64,
+    pub(crate) data: &'a str,
+    pub(crate) source_event_seqs: Option<String>,
+    pub(crate) surface_op: Option<String>,
+}
+
+pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
+    let e = read_event(text, 0).map_err(|e| match e {
+        ReadError::Invalid(e) => e,
+        ReadError::Unparsable => CoreError::new(Code::InvalidArgument, "event text is not JSON"),
+    })?;
+    Ok(Columns {
+        ty: e.ty.into_owned(),
+        seq: e.seq as i64,
+        time: e.time as i64,
+        data: e.data,
+        source_event_seqs: e.source_event_seqs.map(|v| v.to_string()),
+        surface_op: e.surface_op.map(|v| v.to_string()),
+    })
+}
+
+/// A JSON value of a column; `None` for TEXT that is not UTF-8.
+fn json_of(v: Cell<'_>) -> Option<Value> {
+    Some(match v {
+        Cell::Null | Cell::Blob => Value::Null,
+        Cell::Int(i) => Value::from(i),
+        Cell::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Cell::Text(s) => Value::String(std::str::from_utf8(s).ok()?.to_owned()),
+    })
+}
+
+/// The header of a `sessions` row, checked as a JSONL header line would be.
+pub(crate) fn header_of(id: &str, row: [Cell<'_>; 5]) -> CoreResult<SessionHeader> {
+    let [version, created_at, cwd, parent_session, seed_length] = row;
+    let value = |key: &str, v: Cell<'_>| {
+        json_of(v).ok_or_else(|| {
+            CoreError::new(
+                Code::CorruptLog,
+                format!(
+                    "corrupt session log: the {key} of session {} is not UTF-8 text",
+                    crate::json::quote(id)
+                ),
+            )
+        })
+    };
+    let mut record = Map::new();
+    record.insert("type".into(), Value::from("session"));
+    record.insert("version".into(), value("version", version)?);
+    record.insert("id".into(), Value::from(id));
+    record.insert("createdAt".into(), value("createdAt", created_at)?);
+    for (key, v) in [
+        ("cwd", cwd),
+        ("parentSession", parent_session),
+        ("seedLength", seed_length),
+    ] {
+        if !matches!(v, Cell::Null) {
+            record.insert(key.into(), value(key, v)?);
+        }
+    }
+    SessionHeader::from_line(&Value::Object(record).to_string())
+}
+
+/// Byte classes for `json_column`'s scan.
+const PLAIN: u8 = 0;
+const QUOTE: u8 = 1;
+const BACKSLASH: u8 = 2;
+const OPEN: u8 = 3;
+const CLOSE: u8 = 4;
+const SEPARATOR: u8 = 5;
+const NEWLINE: u8 = 6;
+const CLASSES: [u8; 256] = {
+    let mut t = [PLAIN; 256];
+    t[b'"' as usize] = QUOTE;
+    t[b'\\' as usize] = BACKSLASH;
+    t[b'{' as usize] = OPEN;
+    t[b'[' as usize] = OPEN;
+    t[b'}' as usize] = CLOSE;
+    t[b']' as usize] = CLOSE;
+    t[b',' as usize] = SEPARATOR;
+    t[b':' as usize] = SEPARATOR;
+    t[b'\n' as usize] = NEWLINE;
+    t[b'\r' as usize] = NEWLINE;
+    t
+};
+
+/// The JSON text of a TEXT column, on one line, when it has the shape of
+/// exactly one value: brackets balance and nothing outside strings
+/// separates values. With that, an event text built around the column
+/// parses only if the column is one value, so a column can never smuggle
+/// in another field (the parse of the whole event text checks the rest).
+fn json_column(v: Cell<'_>) -> Option<std::borrow::Cow<'_, str>> {
+    let Cell::Text(bytes) = v else {
+        return None;
+    };
+    let (mut depth, mut in_string, mut newline) = (0usize, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let class = CLASSES[bytes[i] as usize];
+        i += 1;
+        if in_string {
+            match class {
+                QUOTE => in_string = false,
+                BACKSLASH => i += 1,
+                NEWLINE => return None,
+                _ => {}
+            }
+            continue;
+        }
+        match class {
+            QUOTE => in_string = true,
+            OPEN => depth += 1,
+            CLOSE => depth = depth.checked_sub(1)?,
+            SEPARATOR if depth == 0 => return None,
+            NEWLINE => newline = true,
+            _ => {}
+        }
+    }
+    if depth != 0 || in_string {
+        return None;
+    }
+    let s = std::str::from_utf8(bytes).ok()?;
+    Some(if newline {
+        // Whitespace between tokens; a store line holds no newline.
+        std::borrow::Cow::Owned(s.replace(['\n', '\r'], " "))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    })
+}
+
+fn non_negative(v: Cell<'_>) -> Option<u64> {
+    match v {
+        Cell::Int(i) => u64::try_from(i).ok(),
+        _ => None,
+    }
+}
+
+/// The event text of an `events` row's values (`seq, type, time, data,
+/// source_event_seqs, surface_op`), or `None` when its columns cannot form
+/// one (a record that cannot be read).
+pub(crate) fn values_text(cols: [Cell<'_>; 6]) -> Option<String> {
+    let [seq, ty, time, data, sources, op] = cols;
+    let (Some(seq), Some(time), Cell::Text(ty)) = (non_negative(seq), non_negative(time), ty)
+    else {
+        return None;
+    };
+    let ty = std::str::from_utf8(ty).ok()?;
+    let data = json_column(data)?;
+    let optional = |v: Cell<'_>| match v {
+        Cell::Null => Some(None),
+        v => json_column(v).map(|t| Some(t.into_owned())),
+    };
+    let (Some(sources), Some(op)) = (optional(sources), optional(op)) else {
+        return None;
+    };
+    Some(event_text(
+        ty,
+        seq,
+        time,
+        &data,
+        sources.as_deref(),
+        op.as_deref(),
+    ))
+}
+
+/// A column's text when it is UTF-8 on one line; `None` otherwise (the
+/// row-by-row read decides what a newline means there).
+fn line_column(bytes: &[u8]) -> Option<&str> {
+    if bytes.contains(&b'\n') || bytes.contains(&b'\r') {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// Append the event text of an `events` row (`seq, type, time, data,
+/// source_event_seqs, surface_op`) to `out`: the envelope `event_text`
+/// writes around the column texts as they are. Its span and where the
+/// columns landed; `None` (and `out` unchanged) when the columns cannot
+/// form an event that way.
+fn splice_values(out: &mut String, cols: [Cell<'_>; 6]) -> Option<((usize, usize), EventSpans)> {
+    fn text(v: Cell<'_>) -> Option<&str> {
+        match v {
+            Cell::Text(bytes) => line_column(bytes),
+            _ => None,
+        }
+    }
+    // An absent optional column is NULL: `Some(None)`.
+    fn optional(v: Cell<'_>) -> Option<Option<&str>> {
+        match v {
+            Cell::Null => Some(None),
+            v => text(v).map(Some),
+        }
+    }
+    let [seq, ty, time, data, sources, op] = cols;
+    let (Some(seq), Some(time), Some(ty), Some(data), Some(sources), Some(op)) = (
+        non_negative(seq),
+        non_negative(time),
+        match ty {
+            Cell::Text(t) => std::str::from_utf8(t).ok(),
+            _ => None,
+        },
+        text(data),
+        optional(sources),
+        optional(op),
+    ) else {
+        return None;
+    };
+    let start = out.len();
+    let spans = push_event_text(out, ty, seq, time, data, sources, op);
+    Some(((start, out.len()), spans))
+}
+
+/// Whether `field` (a slice of `text`, or absent) is exactly what the
+/// column at `span` holds: that one value with at most whitespace around
+/// it. A column that smuggles in another field (`1,"surfaceOp":...`) is not
+/// one value, so the value the event read there ends before the column.
+fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> bool {
+    let (Some((start, end)), Some(field)) = (span, field) else {
+        return span.is_none() && field.is_none();
+    };
+    let Some(at) = (field.as_ptr() as usize).checked_sub(text.as_ptr() as usize) else {
+        return false;
+    };
+    let blank = |s: Option<&str>| s.is_some_and(|s| s.bytes().all(|b| matches!(b, b' ' | b'\t')));
+    at >= start
+        && at + field.len() <= end
+        && blank(text.get(start..at))
+        && blank(text.get(at + field.len()..end))
+}
+
+/// Rows of one session spliced into one buffer (see `splice_row`).
+#[derive(Default)]
+pub(crate) struct SplicedRows {
+    text: String,
+    spans: Vec<(usize, usize)>,
+    columns: Vec<EventSpans>,
+    /// Rows read, those that could not form an event included.
+    pub(crate) rows: usize,
+    /// Whether every row formed an event.
+    whole: bool,
+}
+
+impl SplicedRows {
+    pub(crate) fn new() -> SplicedRows {
+        SplicedRows {
+            whole: true,
+            ..SplicedRows::default()
+        }
+    }
+
+    /// Splice one more row (see `splice_values`).
+    pub(crate) fn push(&mut self, cols: [Cell<'_>; 6]) {
+        self.rows += 1;
+        if !self.whole {
+            return;
+        }
+        match splice_values(&mut self.text, cols) {
+            Some((span, spliced)) => {
+                self.spans.push(span);
+                self.columns.push(spliced);
+            }
+            None => self.whole = false,
+        }
+    }
+
+    pub(crate) fn reserve(&mut self, bytes: usize) {
+        let _ = self.text.try_reserve(bytes);
+    }
+}
+
+/// The log of rows spliced by `SplicedRows::push`, each column checked to
+/// be exactly the value the event read there, repaired (closers only: every
+/// row was accepted); `None` when a row cannot be read that way (the caller
+/// reads the rows one by one, as records that may be damaged).
+pub(crate) fn complete_spliced(
+    id: &str,
+    header: &SessionHeader,
+    spliced: &mut [SplicedRows],
+) -> CoreResult<Option<Repaired>> {
+    if !spliced.iter().all(|p| p.whole) {
+        return Ok(None);
+    }
+    // The log takes the texts; their spans and columns stay here.
+    let texts: Vec<String> = spliced
+        .iter_mut()
+        .map(|p| std::mem::take(&mut p.text))
+        .collect();
+    let parts = texts
+        .into_iter()
+        .zip(spliced.iter())
+        .map(|(text, p)| Part {
+            text,
+            spans: &p.spans,
+        })
+        .collect();
+    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
+        spliced
+            .get(k)
+            .and_then(|p| p.columns.get(i))
+            .is_some_and(|c| {
+                is_column(text, Some(c.data), Some(e.data))
+                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                    && is_column(text, c.surface_op, e.surface_op)
+            })
+    };
+    match Log::from_parts(header.clone(), parts, &verify) {
+        Ok(log) => load::complete(id, log).map(Some),
+        Err(_) => Ok(None),
+    }
+}

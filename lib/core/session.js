@@ -55,7 +55,7 @@ const reportObserverError = (error) => {
   console.error('[dsh-session-native] session observer failed:', error)
 }
 
-/** Live events whose texts are built per event-loop turn: a few ms of `JSON.stringify` (4,096 took up to ~35 ms at 1M events; benchmark/README.md). */
+/** Live events whose texts are built per event-loop turn: a few ms of `JSON.stringify` (why this many: benchmark/README.md). */
 const LIVE_PART_EVENTS = 1024
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 

@@ -337,6 +337,7 @@ impl Texts {
         let mut done = done.into_iter().peekable();
         let blocks = std::mem::take(&mut self.blocks);
         let bases = std::mem::take(&mut self.bases);
+        let mut replaced = Vec::new();
         for (k, (block, base)) in blocks.into_iter().zip(bases).enumerate() {
             match done.next_if(|(j, _)| *j == k) {
                 Some((_, pieces)) => {
@@ -344,6 +345,7 @@ impl Texts {
                         self.bases.push(b);
                         self.blocks.push(piece);
                     }
+                    replaced.push(block);
                 }
                 None => {
                     self.bases.push(base);
@@ -353,6 +355,15 @@ impl Texts {
         }
         // Block indices moved: the opened block is another one now.
         *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        // The raw blocks are most of the log's size: returning that much
+        // memory to the system takes the caller (the main thread) tens of
+        // milliseconds at a few hundred MiB, so a thread of its own does it
+        // (or, if none can start, this one).
+        if !replaced.is_empty() {
+            let _ = std::thread::Builder::new()
+                .name("dsh-free".into())
+                .spawn(move || drop(replaced));
+        }
     }
 
     /// Where to cut the block at `base` (of `len` bytes) into pieces of

@@ -356,13 +356,22 @@ impl Texts {
         // Block indices moved: the opened block is another one now.
         *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = None;
         // The raw blocks are most of the log's size: returning that much
-        // memory to the system takes the caller (the main thread) tens of
-        // milliseconds at a few hundred MiB, so a thread of its own does it
-        // (or, if none can start, this one).
+        // memory to the system takes tens of milliseconds at a few hundred
+        // MiB, so a thread of its own does it (or, if none can start, this
+        // one). glibc keeps what is freed in its heaps, where a read's
+        // pieces leave it fragmented and resident: the thread asks for the
+        // free pages back too (the next load faults its pages in afresh).
         if !replaced.is_empty() {
             let _ = std::thread::Builder::new()
                 .name("dsh-free".into())
-                .spawn(move || drop(replaced));
+                .spawn(move || {
+                    drop(replaced);
+                    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                    // SAFETY: malloc_trim only walks the allocator's own free lists.
+                    unsafe {
+                        libc::malloc_trim(0);
+                    }
+                });
         }
     }
 

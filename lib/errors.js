@@ -34,20 +34,22 @@ function fail(message, code, { Type = Error, cause } = {}) {
 }
 
 /**
- * The frames of the caller of `fn` (captured when an asynchronous operation
- * starts), to append to the stack of the error it may reject with: an error
- * made off the JS thread has none of its own.
+ * Where the caller of `fn` is (captured when an asynchronous operation
+ * starts, formatted only if it fails), for the stack of the error it may
+ * reject with: an error made off the JS thread has no frames of its own.
  */
 function callerFrames(fn) {
   const site = {}
   Error.captureStackTrace(site, fn)
-  return site.stack.slice(site.stack.indexOf('\n') + 1)
+  return site
 }
 
-/** `error` with `frames` (from `callerFrames`) as its stack's frames. */
-function withFrames(error, frames) {
-  if (error instanceof Error && frames.length > 0) {
-    error.stack = `${error.name}: ${error.message}\n${frames}`
+/** `error` with the frames of `site` (from `callerFrames`) as its stack's frames. */
+function withFrames(error, site) {
+  if (error instanceof Error) {
+    const stack = String(site.stack)
+    const frames = stack.slice(stack.indexOf('\n') + 1)
+    if (frames.length > 0) error.stack = `${error.name}: ${error.message}\n${frames}`
   }
   return error
 }

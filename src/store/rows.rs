@@ -22,6 +22,16 @@ pub(crate) enum Cell<'a> {
     Blob,
 }
 
+impl<'a> Cell<'a> {
+    /// The text of a TEXT value that is UTF-8.
+    fn text(self) -> Option<&'a str> {
+        match self {
+            Cell::Text(bytes) => std::str::from_utf8(bytes).ok(),
+            _ => None,
+        }
+    }
+}
+
 /// One event split into the columns of `events`.
 pub(crate) struct Columns<'a> {
     pub(crate) ty: String,
@@ -53,7 +63,7 @@ fn json_of(v: Cell<'_>) -> Option<Value> {
         Cell::Null | Cell::Blob => Value::Null,
         Cell::Int(i) => Value::from(i),
         Cell::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        Cell::Text(s) => Value::String(std::str::from_utf8(s).ok()?.to_owned()),
+        Cell::Text(_) => Value::String(v.text()?.to_owned()),
     })
 }
 
@@ -167,11 +177,10 @@ fn non_negative(v: Cell<'_>) -> Option<u64> {
 /// one (a record that cannot be read).
 pub(crate) fn values_text(cols: [Cell<'_>; 6]) -> Option<String> {
     let [seq, ty, time, data, sources, op] = cols;
-    let (Some(seq), Some(time), Cell::Text(ty)) = (non_negative(seq), non_negative(time), ty)
+    let (Some(seq), Some(time), Some(ty)) = (non_negative(seq), non_negative(time), ty.text())
     else {
         return None;
     };
-    let ty = std::str::from_utf8(ty).ok()?;
     let data = json_column(data)?;
     let optional = |v: Cell<'_>| match v {
         Cell::Null => Some(None),
@@ -222,10 +231,7 @@ fn splice_values(out: &mut String, cols: [Cell<'_>; 6]) -> Option<((usize, usize
     let (Some(seq), Some(time), Some(ty), Some(data), Some(sources), Some(op)) = (
         non_negative(seq),
         non_negative(time),
-        match ty {
-            Cell::Text(t) => std::str::from_utf8(t).ok(),
-            _ => None,
-        },
+        ty.text(),
         text(data),
         optional(sources),
         optional(op),
@@ -255,7 +261,7 @@ fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> b
         && blank(text.get(at + field.len()..end))
 }
 
-/// Rows of one session spliced into one buffer (see `splice_row`).
+/// Rows of one session spliced into one buffer (see `splice_values`).
 #[derive(Default)]
 pub(crate) struct SplicedRows {
     text: String,

@@ -62,7 +62,7 @@ async function convert({ positionals, flags }) {
   const header = plan.header
   const count = native.length
   if (to.kind === 'stdout') {
-    // A string (a log past V8's string limit fails TOO_LARGE: convert to a file instead).
+    // Through a string: a log past V8's string limit fails TOO_LARGE (convert to a file instead).
     try {
       process.stdout.write(wrapNative(native).toJsonl())
     } catch (error) {

@@ -81,7 +81,10 @@ describe('resume through ctx.sessions', () => {
     const session = ctx.sessions.create('s', { from: opened, meta: opened.header })
     appendAll(session, turnBatches(2, session.seq).flat())
     expect(await store.flush(session)).toBe(9)
-    appendAll(opened, turnBatches(2, opened.seq, 'another question').flat())
+    // Another turn number: the first event already differs from the stored
+    // one, whatever the clock (the same turn/start a millisecond apart would
+    // only differ in its time).
+    appendAll(opened, turnBatches(3, opened.seq, 'another question').flat())
     const r = await rejection(store.flush(opened))
     expect(r.code).toBe('SESSION_ALREADY_EXISTS')
     expect(r.message).toContain('the histories differ (the stored event at seq 9 is not this session\'s)')

@@ -502,38 +502,100 @@ pub fn member<'a>(members: &[(&'a str, &'a str)], name: &str) -> Option<&'a str>
         .map(|&(_, v)| v)
 }
 
-/// The UTF-16 code units a JSON string's contents (between the quotes, as
-/// the scanner returned them) stand for; lone surrogates included.
-fn utf16_units(inner: &str) -> Option<Vec<u16>> {
-    let mut out = Vec::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            let mut buf = [0u16; 2];
-            out.extend_from_slice(c.encode_utf16(&mut buf));
-            continue;
+/// The code units a JSON string's contents (between the quotes, as the
+/// scanner returned them) stand for: Latin-1 bytes when every unit is below
+/// 256 and the text is ASCII (`Units::Latin1`), UTF-16 otherwise, lone
+/// surrogates included. Runs without a backslash are copied whole, so a
+/// long tool output decodes at memory speed. `None` when it is not valid
+/// string contents.
+pub fn string_contents(inner: &str) -> Option<Units> {
+    if inner.is_ascii() {
+        if let Some(bytes) = unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
+            out.extend_from_slice(run.as_bytes())
+        }) {
+            return Some(Units::Latin1(bytes));
         }
-        let unit = match chars.next()? {
-            '"' => b'"' as u16,
-            '\\' => b'\\' as u16,
-            '/' => b'/' as u16,
-            'b' => 0x08,
-            'f' => 0x0c,
-            'n' => b'\n' as u16,
-            'r' => b'\r' as u16,
-            't' => b'\t' as u16,
-            'u' => {
-                let hex: String = chars.by_ref().take(4).collect();
-                if hex.len() != 4 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    }
+    utf16_units(inner).map(Units::Utf16)
+}
+
+/// The code units of a JSON string, as `JSON.parse` makes them.
+#[derive(Debug, PartialEq)]
+pub enum Units {
+    /// Every unit below 256 (V8 keeps such a string one byte a unit).
+    Latin1(Vec<u8>),
+    Utf16(Vec<u16>),
+}
+
+/// A unit buffer `unescape` fills: the escapes' units, Latin-1 or UTF-16.
+trait UnitSink {
+    /// Push one unit; false when this sink cannot hold it.
+    fn unit(&mut self, unit: u16) -> bool;
+}
+
+impl UnitSink for Vec<u8> {
+    fn unit(&mut self, unit: u16) -> bool {
+        match u8::try_from(unit) {
+            Ok(b) => {
+                self.push(b);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+impl UnitSink for Vec<u16> {
+    fn unit(&mut self, unit: u16) -> bool {
+        self.push(unit);
+        true
+    }
+}
+
+/// Decode the escapes of `inner` into `out`, the runs between them through
+/// `run`; `None` on a malformed escape or a unit `out` cannot hold.
+fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) -> Option<O> {
+    let b = inner.as_bytes();
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'\\', &b[at..]).map(|i| at + i) {
+        run(&mut out, &inner[at..i]);
+        let unit = match *b.get(i + 1)? {
+            b'"' => 0x22,
+            b'\\' => 0x5c,
+            b'/' => 0x2f,
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => 0x0a,
+            b'r' => 0x0d,
+            b't' => 0x09,
+            b'u' => {
+                let hex = inner.get(i + 2..i + 6)?;
+                if !hex.bytes().all(|h| h.is_ascii_hexdigit()) {
                     return None;
                 }
-                u16::from_str_radix(&hex, 16).ok()?
+                at = i + 6;
+                if !out.unit(u16::from_str_radix(hex, 16).ok()?) {
+                    return None;
+                }
+                continue;
             }
             _ => return None,
         };
-        out.push(unit);
+        at = i + 2;
+        if !out.unit(unit) {
+            return None;
+        }
     }
+    run(&mut out, &inner[at..]);
     Some(out)
+}
+
+/// The UTF-16 code units a JSON string's contents (between the quotes, as
+/// the scanner returned them) stand for; lone surrogates included.
+fn utf16_units(inner: &str) -> Option<Vec<u16>> {
+    unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
+        out.extend(run.encode_utf16())
+    })
 }
 
 /// Key text (between quotes) equal to `name`; keys with escapes are decoded.

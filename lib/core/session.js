@@ -97,7 +97,7 @@ const utf8Encoder = new TextEncoder()
 let pieceBuffer
 function readPieces(text) {
   pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
-  const reading = new JsonlReading()
+  const reading = new JsonlReading(internal.liftMin)
   for (let at = 0; at < text.length; ) {
     const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
     reading.push(pieceBuffer, written)
@@ -107,9 +107,31 @@ function readPieces(text) {
 }
 
 function readBytes(bytes) {
-  const reading = new JsonlReading()
+  const reading = new JsonlReading(internal.liftMin)
   reading.push(bytes, bytes.length)
   return reading
+}
+
+/**
+ * Parse a batch of payloads the native log handed over (`{ seqs, json,
+ * holes }`: src/log/lift.rs) into `into` (seq -> { type, data }, data
+ * frozen): the skeleton is parsed, then each long string the native side
+ * decoded off this thread is put in its place (`holes`: at, path, string),
+ * before freezing.
+ */
+function takeBatch({ seqs, json, holes }, into) {
+  const flat = JSON.parse(json)
+  for (let h = 0; h < holes.length; h += 3) {
+    const path = holes[h + 1]
+    let target = flat
+    let key = 2 * holes[h] + 1
+    for (let i = 0; i < path.length; i++) {
+      target = target[key]
+      key = path[i]
+    }
+    target[key] = holes[h + 2]
+  }
+  for (let i = 0; i < seqs.length; i++) into.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
 }
 
 class Session {
@@ -324,11 +346,7 @@ class Session {
     // freezes) the payloads of the events that enter the surface, which the
     // first derive reads (see src/log/resume.rs).
     const parsed = new Map()
-    for (let batch = reading.next(); batch !== null; batch = reading.next()) {
-      const flat = JSON.parse(batch.json)
-      const seqs = batch.seqs
-      for (let i = 0; i < seqs.length; i++) parsed.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
-    }
+    for (let batch = reading.next(); batch !== null; batch = reading.next()) takeBatch(batch, parsed)
     // A defective log throws its error (`code`, `line`) from here.
     const session = new Session(INTERNAL, reading.finish())
     if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
@@ -697,26 +715,34 @@ class Session {
     internal.stringLimit = 0x1fffffe8
     internal.wrapNative = (native) => new Session(INTERNAL, native)
     /**
-     * Derive the messages of the surface a few nodes at a time (parsing
-     * their payloads), yielding to the event loop every few milliseconds: a
-     * store's `open` runs this before it resolves, so that the first
-     * `deriveMessages()` only copies an array.
+     * Derive the messages of the surface a run of payloads at a time,
+     * yielding to the event loop between runs: a store's `open` runs this
+     * before it resolves, so that the first `deriveMessages()` only copies
+     * an array. Each run (at most 256 KiB of payload text, or one longer
+     * payload) is read on the libuv pool, its long strings decoded there,
+     * while this thread parses the run before it.
      */
-    internal.warm = async (session, sliceMs = 4) => {
-      // Runs of at most 256 KiB of payload text: one long tool output is a
-      // run of its own, parsed in one step.
-      const ends = session.#prefix > 0 ? session.#native.runEnds(Uint32Array.from(session.#nodes), 256 << 10) : [session.#nodes.length]
-      let run = 0
-      for (let more = true; more; ) {
-        const began = performance.now()
-        while (more && performance.now() - began < sliceMs) {
-          more = session.#deriveUpTo(ends[run]) && run + 1 < ends.length
-          run += 1
-        }
-        if (more) await new Promise((resolve) => setImmediate(resolve))
+    internal.warm = async (session) => {
+      const nodes = session.#nodes
+      const native = session.#native
+      const payloads = session.#payloads
+      const from = session.#objsFrom
+      const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
+      const read = (run) => {
+        const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))
+        return native.payloadsLifted(Uint32Array.from(seqs), internal.liftMin)
       }
-      session.#deriveUpTo(session.#nodes.length)
+      let next = ends.length > 0 ? read(0) : undefined
+      for (let run = 0; run < ends.length; run++) {
+        const batch = await next
+        if (run + 1 < ends.length) next = read(run + 1)
+        takeBatch(batch, payloads)
+        session.#deriveUpTo(ends[run])
+      }
+      session.#deriveUpTo(nodes.length)
     }
+    /** Strings of at least this many bytes of JSON cross decoded (undefined: the native default; tests lower it). */
+    internal.liftMin = undefined
   }
 }
 

@@ -4,14 +4,18 @@
 
 use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{Log, Prepared};
+use crate::log::{Log, PayloadBatch, Prepared, Step, Texts, LIFT_MIN};
+use crate::scan::Units;
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Object, Uint32Array};
-use napi::Result;
-use napi::{Env, JsString};
+use napi::bindgen_prelude::{
+    AsyncTask, Buffer, Either, Object, ToNapiValue, TypeName, Uint32Array,
+};
+use napi::{Env, JsString, Task};
+use napi::{JsValue, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 
 /// Texts waiting for the compressor start it once they hold this much.
 const COMPRESS_MIN_BYTES: usize = 1 << 20;
@@ -308,6 +312,28 @@ impl NativeSession {
         }
     }
 
+    /// `payloadsJson` read on the libuv pool, its long strings decoded
+    /// there (`log/lift.rs`): resolves with `{ seqs, json, holes }`, `holes`
+    /// flat `[at, path, string, ...]` (`placeStrings` in lib/core/session.js
+    /// puts them in). A store's `open` reads its first derive's payloads so.
+    #[napi(
+        js_name = "payloadsLifted",
+        ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] }>"
+    )]
+    pub fn payloads_lifted(
+        &mut self,
+        seqs: Uint32Array,
+        lift_min: Option<u32>,
+    ) -> AsyncTask<PayloadRead> {
+        self.log.compress_texts(COMPRESS_MIN_BYTES);
+        AsyncTask::new(PayloadRead {
+            texts: self.log.shared_texts(),
+            picks: self.log.payload_picks(&seqs),
+            lift_min: lift_min.map_or(LIFT_MIN, |m| m as usize),
+            failure: None,
+        })
+    }
+
     /// Where to cut `seqs` into runs whose texts take at most `maxBytes`
     /// each (a run holds one text at least): the end index of each run.
     /// (`store.open` parses the first derive's payloads a run per step.)
@@ -478,11 +504,13 @@ pub struct JsonlReading {
 
 #[napi]
 impl JsonlReading {
+    /// A reading whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
+    /// tests lift short strings).
     #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
+    pub fn new(lift_min: Option<u32>) -> Self {
+        let lift_min = lift_min.map_or(LIFT_MIN, |m| m as usize);
         JsonlReading {
-            reading: Some(Default::default()),
+            reading: Some(crate::log::JsonlReading::lifting(lift_min)),
         }
     }
 
@@ -496,21 +524,13 @@ impl JsonlReading {
     }
 
     /// The next batch of payloads (waiting for it), or null once the read
-    /// is over. (An ASCII batch is handed over as Latin-1, which V8 copies
-    /// as it is instead of decoding UTF-8.)
-    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string } | null")]
-    pub fn next<'e>(&mut self, env: &'e Env) -> Result<Option<Object<'e>>> {
-        let Some(batch) = self.reading.as_mut().and_then(|r| r.next_batch()) else {
-            return Ok(None);
-        };
-        let mut out = Object::new(env)?;
-        out.set("seqs", Uint32Array::new(batch.seqs))?;
-        if batch.json.is_ascii() {
-            out.set("json", env.create_string_latin1(batch.json.as_bytes())?)?;
-        } else {
-            out.set("json", env.create_string(&batch.json)?)?;
-        }
-        Ok(Some(out))
+    /// is over: `{ seqs, json, holes }` (see `payloadsLifted`).
+    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string, holes: unknown[] } | null")]
+    pub fn next(&mut self) -> Option<BatchOut> {
+        self.reading
+            .as_mut()
+            .and_then(|r| r.next_batch())
+            .map(BatchOut)
     }
 
     /// The session read (waiting for the read); a defect throws with its
@@ -524,5 +544,90 @@ impl JsonlReading {
                 "the JSONL log was already taken",
             )),
         })
+    }
+}
+
+/// `payloadsLifted`'s work: the payloads of `picks`, read from `texts`.
+pub struct PayloadRead {
+    texts: Arc<Texts>,
+    picks: Vec<(u32, Option<&'static str>)>,
+    lift_min: usize,
+    failure: Option<CoreError>,
+}
+
+impl Task for PayloadRead {
+    type Output = PayloadBatch;
+    type JsValue = BatchOut;
+
+    fn compute(&mut self) -> Result<PayloadBatch> {
+        let (texts, picks, lift_min) = (&self.texts, &self.picks, self.lift_min);
+        guarded("reading payloads", || {
+            crate::log::payloads(texts, picks, lift_min)
+        })
+        .map_err(|e| {
+            let reason = e.to_string();
+            self.failure = Some(e);
+            napi::Error::from_reason(reason)
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: PayloadBatch) -> Result<BatchOut> {
+        Ok(BatchOut(output))
+    }
+
+    fn reject(&mut self, env: Env, err: napi::Error) -> Result<BatchOut> {
+        match self.failure.take() {
+            Some(e) => Err(super::js_error(&env, &e)),
+            None => Err(err),
+        }
+    }
+}
+
+/// A batch of payloads as JS gets it: `{ seqs, json, holes }`, `holes` flat
+/// `[at, path, string, ...]`. Text that is ASCII (or Latin-1 units) crosses
+/// as Latin-1, which V8 copies as it is instead of decoding UTF-8.
+pub struct BatchOut(PayloadBatch);
+
+impl ToNapiValue for BatchOut {
+    unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        let env = Env::from_raw(raw);
+        let PayloadBatch { seqs, json, holes } = val.0;
+        let mut out = Object::new(&env)?;
+        out.set("seqs", Uint32Array::new(seqs))?;
+        if json.is_ascii() {
+            out.set("json", env.create_string_latin1(json.as_bytes())?)?;
+        } else {
+            out.set("json", env.create_string(&json)?)?;
+        }
+        drop(json);
+        let mut flat = env.create_array(3 * holes.len() as u32)?;
+        for (k, hole) in holes.into_iter().enumerate() {
+            let k = 3 * k as u32;
+            flat.set(k, hole.at)?;
+            let mut path = env.create_array(hole.path.len() as u32)?;
+            for (j, step) in hole.path.iter().enumerate() {
+                match step {
+                    Step::Key(units) => path.set(j as u32, env.create_string_utf16(units)?)?,
+                    Step::Index(i) => path.set(j as u32, *i)?,
+                }
+            }
+            flat.set(k + 1, path)?;
+            match hole.units {
+                Units::Latin1(bytes) => flat.set(k + 2, env.create_string_latin1(bytes)?)?,
+                Units::Utf16(units) => flat.set(k + 2, env.create_string_utf16(units)?)?,
+            }
+        }
+        out.set("holes", flat)?;
+        Ok(out.raw())
+    }
+}
+
+impl TypeName for BatchOut {
+    fn type_name() -> &'static str {
+        "Object"
+    }
+
+    fn value_type() -> napi::ValueType {
+        napi::ValueType::Object
     }
 }

@@ -15,6 +15,7 @@
 //!
 //! Thread priorities for helper threads are in `crate::priority`.
 
+mod lift;
 mod live;
 mod metas;
 mod project;
@@ -22,7 +23,8 @@ mod read;
 mod resume;
 mod texts;
 
-pub use project::write_jsonl;
+pub use lift::{Step, LIFT_MIN};
+pub use project::{payloads, write_jsonl, PayloadBatch};
 pub use read::Helper;
 pub(crate) use read::Part;
 pub use resume::JsonlReading;

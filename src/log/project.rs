@@ -2,7 +2,8 @@
 //! log as JSONL, and the closers of an interrupted turn. A text that cannot
 //! be read is an `INTERNAL` error, never a made-up value.
 
-use super::{Log, Text};
+use super::lift::{push_lifted, Hole};
+use super::{Log, Text, Texts};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
 use crate::repair::{closers, ScanEvent};
@@ -26,49 +27,23 @@ impl Log {
 
     /// The payload text of event `seq` (the log holds accepted texts only).
     pub fn data_of(&self, seq: usize) -> CoreResult<Text<'_>> {
-        let text = self.texts.get(seq)?;
-        let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
-            CoreError::new(
-                Code::Internal,
-                format!("the text of event {seq} has no data"),
-            )
-        })?;
-        let start = data.as_ptr() as usize - text.as_ptr() as usize;
-        let end = start + data.len();
-        Ok(text.narrow_to(start, end))
+        data_of(&self.texts, seq)
     }
 
     /// The type and payload of the events at `seqs`, as one flat JSON array
     /// `[type, data, type, data, ...]` (what deriving and the header fold
     /// read; the type is null for a kind without a fixed name).
     pub fn payloads_json(&self, seqs: &[u32]) -> CoreResult<String> {
-        let mut out = String::with_capacity(
-            2 + seqs
-                .iter()
-                .map(|&i| self.texts_bytes(i as usize, i as usize + 1) + 8)
-                .sum::<usize>(),
-        );
-        out.push('[');
-        for (k, &i) in seqs.iter().enumerate() {
-            let i = i as usize;
-            if k > 0 {
-                out.push(',');
-            }
-            match self.metas.kind(i).and_then(Kind::name) {
-                Some(name) => {
-                    out.push('"');
-                    out.push_str(name);
-                    out.push('"');
-                }
-                None => out.push_str("null"),
-            }
-            out.push(',');
-            out.push_str(&self.data_of(i)?);
-        }
-        out.push(']');
-        Ok(out)
+        Ok(payloads(&self.texts, &self.payload_picks(seqs), usize::MAX)?.json)
     }
 
+    /// What `payloads` reads of the events at `seqs`: each seq with its
+    /// type's name.
+    pub fn payload_picks(&self, seqs: &[u32]) -> Vec<(u32, Option<&'static str>)> {
+        seqs.iter()
+            .map(|&seq| (seq, self.metas.kind(seq as usize).and_then(Kind::name)))
+            .collect()
+    }
     /// The bytes `to_jsonl` takes (the header line and each text with its
     /// newline), without reading a text.
     pub fn jsonl_bytes(&self) -> usize {
@@ -104,6 +79,86 @@ impl Log {
             time: meta.time,
             data,
         })))
+    }
+}
+
+/// The payload text of event `seq` of `texts` (accepted texts only).
+pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
+    let text = texts.get(seq)?;
+    let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
+        CoreError::new(
+            Code::Internal,
+            format!("the text of event {seq} has no data"),
+        )
+    })?;
+    let start = data.as_ptr() as usize - text.as_ptr() as usize;
+    let end = start + data.len();
+    Ok(text.narrow_to(start, end))
+}
+
+/// The payloads of `picks` (seq and type name, `Log::payload_picks`) as one
+/// batch, strings of `lift_min` bytes lifted (`lift.rs`); it reads only
+/// `texts`, so it runs off the JS thread too.
+pub fn payloads(
+    texts: &Texts,
+    picks: &[(u32, Option<&str>)],
+    lift_min: usize,
+) -> CoreResult<PayloadBatch> {
+    let bytes = picks
+        .iter()
+        .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1) + 8)
+        .sum::<usize>();
+    let mut batch = PayloadBatch {
+        json: String::with_capacity(bytes.min(2 * lift_min) + 2),
+        ..PayloadBatch::default()
+    };
+    for &(seq, name) in picks {
+        batch.push(seq, name, &data_of(texts, seq as usize)?, lift_min);
+    }
+    batch.close();
+    Ok(batch)
+}
+
+/// Payloads of events: their seqs, and one JSON array `[type, data, type,
+/// data, ...]` (the type null for a kind without a fixed name), its long
+/// strings lifted out (`lift.rs`).
+#[derive(Debug, Default, PartialEq)]
+pub struct PayloadBatch {
+    pub seqs: Vec<u32>,
+    pub json: String,
+    pub holes: Vec<Hole>,
+}
+
+impl PayloadBatch {
+    /// Add event `seq`'s payload text `data` (of type `name`).
+    pub fn push(&mut self, seq: u32, name: Option<&str>, data: &str, lift_min: usize) {
+        let json = &mut self.json;
+        json.push(if self.seqs.is_empty() { '[' } else { ',' });
+        match name {
+            Some(name) => {
+                json.push('"');
+                json.push_str(name);
+                json.push('"');
+            }
+            None => json.push_str("null"),
+        }
+        json.push(',');
+        push_lifted(
+            json,
+            &mut self.holes,
+            self.seqs.len() as u32,
+            data,
+            lift_min,
+        );
+        self.seqs.push(seq);
+    }
+
+    /// End the array.
+    pub fn close(&mut self) {
+        if self.seqs.is_empty() {
+            self.json.push('[');
+        }
+        self.json.push(']');
     }
 }
 

@@ -642,7 +642,8 @@ mod tests {
     /// `bytes` pushed `step` bytes at a time into a reading cut in pieces of
     /// about `piece` bytes, and read.
     fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, CoreError> {
-        let mut reading = super::super::resume::JsonlReading::with_piece_bytes(piece);
+        let mut reading =
+            super::super::resume::JsonlReading::with_piece_bytes(piece, super::super::LIFT_MIN);
         for part in bytes.chunks(step) {
             reading.push(part);
         }

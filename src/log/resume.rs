@@ -14,6 +14,7 @@
 //! nodes the surface holds (plus `SPECULATION_SLACK`); the first derive
 //! reads the rest from the log as it would without it.
 
+use super::project::PayloadBatch;
 use super::read::{prepare, prepare_all, Piece, Stream};
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
@@ -36,14 +37,6 @@ const SPECULATION_SLACK: usize = 1024;
 /// (a thread costs more than the overlap gains there).
 const PIECE_BYTES: usize = 1 << 20;
 
-/// Payloads of events that entered the surface: their seqs, and one JSON
-/// array `[type, data, type, data, ...]` (the form `payloads_json` gives).
-#[derive(Debug, Default, PartialEq)]
-pub struct PayloadBatch {
-    pub seqs: Vec<u32>,
-    pub json: String,
-}
-
 /// A JSONL log handed over in parts cut anywhere and read, from its first
 /// piece on, by a thread of its own (see the module comment).
 pub struct JsonlReading {
@@ -52,6 +45,8 @@ pub struct JsonlReading {
     /// `current[..searched]` holds no newline.
     searched: usize,
     piece_bytes: usize,
+    /// Strings of at least this many bytes cross lifted (`LIFT_MIN`).
+    lift_min: usize,
     /// Pieces for the reading thread, until the pushing ends.
     pieces: Option<mpsc::Sender<Vec<u8>>>,
     /// The pushing ended (`next_batch` or `finish` was called).
@@ -69,18 +64,25 @@ enum State {
 
 impl Default for JsonlReading {
     fn default() -> Self {
-        JsonlReading::with_piece_bytes(PIECE_BYTES)
+        JsonlReading::lifting(super::LIFT_MIN)
     }
 }
 
 impl JsonlReading {
+    /// A reading whose batches lift strings of `lift_min` bytes (`LIFT_MIN`;
+    /// tests lift short strings).
+    pub fn lifting(lift_min: usize) -> JsonlReading {
+        JsonlReading::with_piece_bytes(PIECE_BYTES, lift_min)
+    }
+
     /// A reading whose pieces are `piece_bytes` long (`PIECE_BYTES`; tests
-    /// cut small logs).
-    pub(super) fn with_piece_bytes(piece_bytes: usize) -> JsonlReading {
+    /// cut small logs) and whose batches lift strings of `lift_min` bytes.
+    pub(super) fn with_piece_bytes(piece_bytes: usize, lift_min: usize) -> JsonlReading {
         JsonlReading {
             current: Vec::new(),
             searched: 0,
             piece_bytes,
+            lift_min,
             pieces: None,
             ended: false,
             batches: None,
@@ -136,7 +138,8 @@ impl JsonlReading {
             let (pieces, received) = mpsc::channel();
             let (send, batches) = mpsc::channel();
             self.batches = Some(batches);
-            self.state = State::Reading(std::thread::spawn(move || read(received, send)));
+            let lift_min = self.lift_min;
+            self.state = State::Reading(std::thread::spawn(move || read(received, send, lift_min)));
             pieces
         });
         // A reading thread that is gone has failed: `finish` reports how.
@@ -192,8 +195,9 @@ impl JsonlReading {
 fn read(
     pieces: mpsc::Receiver<Vec<u8>>,
     send: mpsc::Sender<PayloadBatch>,
+    lift_min: usize,
 ) -> Result<Log, CoreError> {
-    let mut handing = Handing::new(send);
+    let mut handing = Handing::new(send, lift_min);
     let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
     let mut stream = Stream::default();
     let mut waiting = VecDeque::new();
@@ -237,16 +241,18 @@ struct Handing {
     sent: usize,
     live: usize,
     speculating: bool,
+    lift_min: usize,
 }
 
 impl Handing {
-    fn new(send: mpsc::Sender<PayloadBatch>) -> Handing {
+    fn new(send: mpsc::Sender<PayloadBatch>, lift_min: usize) -> Handing {
         Handing {
             send,
             batch: PayloadBatch::default(),
             sent: 0,
             live: 0,
             speculating: true,
+            lift_min,
         }
     }
 
@@ -273,13 +279,7 @@ impl Handing {
         let Some(name) = meta.kind.name() else {
             return;
         };
-        let json = &mut self.batch.json;
-        json.push(if self.batch.seqs.is_empty() { '[' } else { ',' });
-        json.push('"');
-        json.push_str(name);
-        json.push_str("\",");
-        json.push_str(data);
-        self.batch.seqs.push(seq as u32);
+        self.batch.push(seq as u32, Some(name), data, self.lift_min);
         self.sent += 1;
         if self.batch.json.len() >= BATCH_BYTES {
             self.flush();
@@ -291,7 +291,7 @@ impl Handing {
         if self.batch.seqs.is_empty() {
             return;
         }
-        self.batch.json.push(']');
+        self.batch.close();
         let batch = std::mem::take(&mut self.batch);
         // JS may have stopped listening (it threw): the read goes on.
         let _ = self.send.send(batch);
@@ -342,7 +342,12 @@ mod tests {
 
     /// `bytes` pushed 10,000 at a time into 64 KB pieces, and read.
     fn read_all(bytes: &[u8]) -> (Vec<PayloadBatch>, Result<Log, CoreError>) {
-        let mut reading = JsonlReading::with_piece_bytes(64 << 10);
+        read_lifting(bytes, crate::log::LIFT_MIN)
+    }
+
+    /// `read_all`, lifting strings of `lift_min` bytes.
+    fn read_lifting(bytes: &[u8], lift_min: usize) -> (Vec<PayloadBatch>, Result<Log, CoreError>) {
+        let mut reading = JsonlReading::with_piece_bytes(64 << 10, lift_min);
         for part in bytes.chunks(10_000) {
             reading.push(part);
         }
@@ -391,6 +396,38 @@ mod tests {
                 .to_jsonl()
                 .expect("texts read")
         );
+    }
+
+    #[test]
+    fn long_strings_cross_lifted_each_with_its_place() {
+        let mut text = HEADER.to_string() + "\n";
+        for seq in 0..3000 {
+            text.push_str(&user(seq, r#""append""#, ""));
+            text.push('\n');
+        }
+        let (batches, log) = read_lifting(text.as_bytes(), 256);
+        let log = log
+            .map_err(|e| e.line().unwrap_or(0))
+            .expect("the log reads");
+        for b in &batches {
+            assert_eq!(b.holes.len(), b.seqs.len());
+            let mut expected = log.payloads_json(&b.seqs).expect("payloads read");
+            for (k, (hole, &seq)) in b.holes.iter().zip(&b.seqs).enumerate() {
+                let body = format!("m{seq} é {}", "p".repeat(300));
+                // Not ASCII (é): UTF-16 units, which V8 keeps one byte a unit.
+                let units: Vec<u16> = body.encode_utf16().collect();
+                assert_eq!(hole.units, crate::scan::Units::Utf16(units));
+                assert_eq!(hole.at as usize, k);
+                let key = |s: &str| crate::log::Step::Key(s.encode_utf16().collect());
+                assert_eq!(
+                    hole.path,
+                    vec![key("content"), crate::log::Step::Index(0), key("text")]
+                );
+                expected = expected.replacen(&format!("\"{body}\""), "\"\"", 1);
+            }
+            assert_eq!(b.json, expected);
+        }
+        assert_eq!(batches.iter().map(|b| b.holes.len()).sum::<usize>(), 3000);
     }
 
     #[test]

@@ -1,0 +1,138 @@
+// Long strings of payloads cross decoded (issue 21, src/log/lift.rs): a
+// payload read on a native thread — a `Session.fromJsonl` batch, a store
+// `open`'s first derive — reaches JS as a skeleton (each string of at least
+// `liftMin` bytes replaced by "") plus those strings, decoded natively, and
+// the path to each one's place; JS parses the skeleton and puts them back.
+// Whatever the payload holds (escapes, lone surrogates, non-Latin-1 text,
+// duplicate keys, `__proto__`, nesting, white space), the value must be the
+// one `JSON.parse` of the line gives (SPEC 2: a payload reads back as it was
+// written), key order included. `liftMin` is lowered here so that short
+// strings cross lifted.
+
+import { createHash } from 'node:crypto'
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import fc from 'fast-check'
+import { afterEach, describe, expect, it } from 'vitest'
+import * as api from '../index.js'
+import { JsonlSessionStore, Session } from '../index.js'
+
+type Internal = { liftMin: number | undefined }
+const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
+
+const dirs: string[] = []
+afterEach(() => {
+  internal.liftMin = undefined
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
+})
+
+const HEADER = { type: 'session', version: 0, id: 'long-strings', createdAt: 1 }
+
+// ------------------------------------------------------------ JSON texts
+
+/** Pieces of JSON string contents, as text: plain, escaped, non-Latin-1, lone surrogates. */
+const piece = fc.constantFrom(
+  'a', 'lorem ', 'é', '✓', '😀', '\\n', '\\"', '\\\\', '\\/', '\\t', '\\b', '\\u0000', '\\u00e9', '\\u00E9', '\\u2713', '\\ud800', '\\udc00', '\\ud83d\\ude00', '\\u0041', 'ÿ', '\\u00ff',
+)
+const stringText = fc.array(piece, { maxLength: 12 }).map((ps) => `"${ps.join('')}"`)
+const keyText = fc.constantFrom('"a"', '"b"', '"\\u0061"', '"__proto__"', '"text"', '"✓"', '""')
+const ws = fc.constantFrom('', '', ' ', '\t ')
+
+const valueText: fc.Arbitrary<string> = fc.letrec<{ value: string }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    stringText,
+    stringText,
+    fc.constantFrom('1', '-2.5', '0', 'true', 'null'),
+    fc.array(fc.tuple(ws, tie('value'), ws).map((p) => p.join('')), { maxLength: 4 }).map((xs) => `[${xs.join(',')}]`),
+    fc
+      .array(fc.tuple(ws, keyText, ws, tie('value')).map(([a, k, b, v]) => `${a}${k}${b}:${v}`), { maxLength: 5 })
+      .map((ms) => `{${ms.join(',')}}`),
+  ),
+})).value
+
+/** A surface event's line whose payload carries `meta` and a text, both JSON texts. */
+const line = (seq: number, text: string, meta: string) =>
+  `{"type":"context/message","seq":${seq},"time":1,"data":{"content":[{"type":"text","text":${text}}],"source":{"kind":"plugin"},"meta":${meta}},"surfaceOp":"append"}`
+
+/**
+ * A log whose surface events carry `payloads` ([text, meta] JSON texts);
+ * `pad` first puts a non-surface event of ~1.1 MB before them, so that
+ * `fromJsonl` reads on its thread (a log shorter than one 1 MiB piece is
+ * read at once, handing nothing over).
+ */
+function logOf(payloads: Array<[string, string]>, pad: boolean): string[] {
+  const lines = [JSON.stringify(HEADER)]
+  if (pad) lines.push(`{"type":"plugin/pad","seq":0,"time":1,"data":{"pad":"${'x'.repeat(1_100_000)}"}}`)
+  for (const [text, meta] of payloads) lines.push(line(lines.length - 1, text, meta))
+  return lines
+}
+
+/** JSON of `value` with keys in their order (toEqual ignores order). */
+const exact = (value: unknown) => JSON.stringify(value)
+/** `exact`, as a digest (a failure does not print megabytes). */
+const digest = (value: unknown) => createHash('sha256').update(exact(value)).digest('hex')
+
+/** Each surface payload as `JSON.parse` of its line gives it. */
+const parsedPayloads = (lines: string[]) => lines.slice(1).map((l) => exact(JSON.parse(l).data))
+
+const payloadsArb = fc.array(fc.tuple(stringText, valueText), { minLength: 1, maxLength: 6 })
+
+describe('long strings cross decoded, each put back in its place', () => {
+  it('Session.fromJsonl: every payload is the one JSON.parse of its line gives, lifted or not', () => {
+    fc.assert(
+      fc.property(payloadsArb, fc.integer({ min: 1, max: 12 }), (payloads, liftMin) => {
+        const lines = logOf(payloads, true)
+        const text = `${lines.join('\n')}\n`
+        internal.liftMin = liftMin
+        const lifted = Session.fromJsonl(Buffer.from(text))
+        const messages = lifted.deriveMessages()
+        internal.liftMin = undefined
+        const plain = Session.fromJsonl(Buffer.from(text))
+        expect(lifted.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
+        expect(exact(messages)).toBe(exact(plain.deriveMessages()))
+      }),
+      { numRuns: 60 },
+    )
+  })
+
+  it('a store open: the first derive reads every payload as JSON.parse of its line gives it', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-long-strings-'))
+    dirs.push(root)
+    await fc.assert(
+      fc.asyncProperty(payloadsArb, fc.integer({ min: 1, max: 12 }), async (payloads, liftMin) => {
+        const lines = logOf(payloads, false)
+        const store = new JsonlSessionStore({ root })
+        fs.mkdirSync(path.dirname(store.locate(HEADER).path), { recursive: true })
+        fs.writeFileSync(store.locate(HEADER).path, `${lines.join('\n')}\n`)
+        internal.liftMin = liftMin
+        const opened = await store.open(HEADER.id)
+        internal.liftMin = undefined
+        const messages = opened.deriveMessages()
+        const plain = Session.fromJsonl(`${lines.join('\n')}\n`)
+        expect(exact(messages)).toBe(exact(plain.deriveMessages()))
+        expect(opened.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
+        await store.close()
+      }),
+      { numRuns: 40 },
+    )
+  })
+
+  it('a payload with a multi-megabyte string reads back whole through both paths', async () => {
+    const big = `"${'tool output line ✓ \\n'.repeat(150_000)}"`
+    const lines = logOf([[big, '{"a":"x"}'], ['"short"', big]], true)
+    const text = `${lines.join('\n')}\n`
+    const read = Session.fromJsonl(Buffer.from(text))
+    expect(read.events.map(digest)).toEqual(lines.slice(1).map((l) => digest(JSON.parse(l))))
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-long-strings-'))
+    dirs.push(root)
+    const store = new JsonlSessionStore({ root })
+    fs.mkdirSync(path.dirname(store.locate(HEADER).path), { recursive: true })
+    fs.writeFileSync(store.locate(HEADER).path, text)
+    const opened = await store.open(HEADER.id)
+    expect(digest(opened.deriveMessages())).toBe(digest(read.deriveMessages()))
+    expect(opened.toJsonl() === text).toBe(true)
+    await store.close()
+  })
+})

@@ -177,21 +177,6 @@ fn splice_rows(
     Ok(out)
 }
 
-/// How much of the database file a load reads through a memory map
-/// (SQLite's `mmap_size`; address space only). Mapped pages are read
-/// without a system call and a copy each (what that saved a 100k-event
-/// open is in benchmark/README.md). Only loads map the file:
-/// SQLite cannot turn an I/O error on a mapped page into an error code (the
-/// process gets SIGBUS), so the map is dropped when the load is done.
-const LOAD_MMAP_BYTES: u64 = 1 << 30;
-
-/// Map the database for a load, or stop mapping it (best effort: without
-/// the map, SQLite reads as it always does).
-fn map_for_load(conn: &Connection, on: bool) {
-    let bytes = if on { LOAD_MMAP_BYTES } else { 0 };
-    let _ = conn.execute_batch(&format!("PRAGMA mmap_size = {bytes};"));
-}
-
 /// Sessions with at least this many rows are read on two connections.
 const PARALLEL_MIN_ROWS: u64 = 16_384;
 
@@ -227,7 +212,6 @@ fn splice_session(
                 | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
             let other = Connection::open_with_flags(path, flags).ok()?;
             other.busy_timeout(Duration::from_secs(5)).ok()?;
-            map_for_load(&other, true);
             splice_rows(
                 &other,
                 path,
@@ -620,12 +604,9 @@ impl Backend for SqliteBackend {
                 }))
             });
         }
-        // The map is on for this load alone: no other operation takes the
-        // connection between.
         self.with(|conn| {
-            map_for_load(conn, true);
             // One immediate transaction: the rows read are the rows repaired.
-            let loaded = self.commit(conn, |tx| {
+            self.commit(conn, |tx| {
                 // The immediate transaction holds the write lock: a second
                 // connection may read half the rows.
                 let Some((repaired, _)) = read_session_with(tx, &self.path, id, true)? else {
@@ -648,9 +629,7 @@ impl Backend for SqliteBackend {
                     stored,
                     log: repaired.log,
                 }))
-            });
-            map_for_load(conn, false);
-            loaded
+            })
         })
     }
 
@@ -940,24 +919,6 @@ mod tests {
                 .events_json(0, slow.0.log.len())
                 .expect("texts read")
         );
-        // Only a load reads through a memory map: the store's connection
-        // drops it afterwards.
-        let mmap = |b: &SqliteBackend| -> i64 {
-            b.with(|c| {
-                c.pragma_query_value(None, "mmap_size", |r| r.get(0))
-                    .map_err(|e| b.err(e))
-            })
-            .unwrap()
-        };
-        assert_eq!(mmap(&b), 0);
-        b.with(|c| {
-            map_for_load(c, true);
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(mmap(&b), LOAD_MMAP_BYTES as i64);
-        b.load(&key, &mut (), LoadMode::Repair).unwrap().unwrap();
-        assert_eq!(mmap(&b), 0);
         // A torn last row (in the half the second connection reads) is
         // dropped by the repair, durably, as on one connection.
         b.with(|c| {

@@ -16,7 +16,7 @@ import * as path from 'node:path'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import * as api from '../index.js'
-import { JsonlSessionStore, Session } from '../index.js'
+import { JsonlSessionStore, Session, SessionId } from '../index.js'
 
 type Internal = { liftMin: number | undefined }
 const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
@@ -27,7 +27,13 @@ afterEach(() => {
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 
-const HEADER = { type: 'session', version: 0, id: 'long-strings', createdAt: 1 }
+const HEADER = { type: 'session', version: 0, id: SessionId('long-strings'), createdAt: 1 }
+/** Where a JSONL store under `root` keeps the session's log (its folder made). */
+function logFile(store: JsonlSessionStore): string {
+  const file = store.locate(HEADER).path
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  return file
+}
 
 // ------------------------------------------------------------ JSON texts
 
@@ -104,8 +110,7 @@ describe('long strings cross decoded, each put back in its place', () => {
       fc.asyncProperty(payloadsArb, fc.integer({ min: 1, max: 12 }), async (payloads, liftMin) => {
         const lines = logOf(payloads, false)
         const store = new JsonlSessionStore({ root })
-        fs.mkdirSync(path.dirname(store.locate(HEADER).path), { recursive: true })
-        fs.writeFileSync(store.locate(HEADER).path, `${lines.join('\n')}\n`)
+        fs.writeFileSync(logFile(store), `${lines.join('\n')}\n`)
         internal.liftMin = liftMin
         const opened = await store.open(HEADER.id)
         internal.liftMin = undefined
@@ -128,8 +133,7 @@ describe('long strings cross decoded, each put back in its place', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-long-strings-'))
     dirs.push(root)
     const store = new JsonlSessionStore({ root })
-    fs.mkdirSync(path.dirname(store.locate(HEADER).path), { recursive: true })
-    fs.writeFileSync(store.locate(HEADER).path, text)
+    fs.writeFileSync(logFile(store), text)
     const opened = await store.open(HEADER.id)
     expect(digest(opened.deriveMessages())).toBe(digest(read.deriveMessages()))
     expect(opened.toJsonl() === text).toBe(true)

@@ -374,20 +374,16 @@ class Session {
     if (this.#objsFrom > 0) {
       // In slices: the JSON text of a whole long log at once would be a
       // transient as large as the log, twice (native and JS).
+      // A payload already parsed (for a message or the header) keeps its
+      // identity, and its text crosses without it (`data` null).
       const payloads = this.#payloads
+      const held = Uint32Array.from(payloads.keys()).sort()
       const head = []
       for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
-        const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom)))
+        const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom), held))
         for (let i = 0; i < slice.length; i++) {
-          const seq = from + i
-          // A payload already handed out (in a message or the header) keeps
-          // its identity.
-          const known = payloads.get(seq)
-          if (known !== undefined && known.seq === seq) {
-            head.push(known)
-            continue
-          }
           const e = slice[i]
+          const known = payloads.get(from + i)
           if (known !== undefined) e.data = known.data
           head.push(deepFreeze(e))
         }

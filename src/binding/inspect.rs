@@ -50,7 +50,9 @@ impl LoadReport {
     pub fn plan_json(&self, env: Env) -> Result<String> {
         let s = &self.stored;
         let log = &s.repaired.log;
-        let closers = call(&env, || log.events_json(s.repaired.preserved, log.len()))?;
+        let closers = call(&env, || {
+            log.events_json(s.repaired.preserved, log.len(), &[])
+        })?;
         let number = |n: Option<u64>| n.map_or("null".into(), |n| n.to_string());
         Ok(format!(
             "{{\"header\":{},\"records\":{},\"preserved\":{},\"torn\":{},\"tornRecord\":{},\"closers\":{},\"fileBytes\":{},\"committedBytes\":{},\"written\":{}}}",

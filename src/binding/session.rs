@@ -292,10 +292,20 @@ impl NativeSession {
         vec![a as u32, b as u32]
     }
 
+    /// Events `from..to` as one JSON array; those in `held` (ascending
+    /// seqs whose payloads JS holds parsed) with a null `data`.
     #[napi(js_name = "eventsJson")]
-    pub fn events_json(&mut self, env: Env, from: u32, to: u32) -> Result<String> {
+    pub fn events_json(
+        &mut self,
+        env: Env,
+        from: u32,
+        to: u32,
+        held: Uint32Array,
+    ) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        call(&env, || self.log.events_json(from as usize, to as usize))
+        call(&env, || {
+            self.log.events_json(from as usize, to as usize, &held)
+        })
     }
 
     /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.

@@ -170,7 +170,7 @@ fn loaded_json(log: Log) -> CoreResult<String> {
     Ok(format!(
         "{{\"meta\":{},\"events\":{}}}",
         log.header().json(),
-        log.events_json(0, log.len())?
+        log.events_json(0, log.len(), &[])?
     ))
 }
 

@@ -331,6 +331,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn events_json_leaves_out_the_data_the_caller_holds() {
+        let log = Log::from_jsonl(
+            concat!(
+                r#"{"type":"session","version":0,"id":"h"}"#,
+                "\n",
+                r#"{"type":"plugin/x","seq":0,"time":1,"data":{"turn":1,"k":[1,{"data":2}]}}"#,
+                "\n",
+                r#"{"type":"plugin/y","seq":1,"time":2,"data":"d"}"#,
+                "\n"
+            )
+            .as_bytes(),
+        )
+        .map_err(|e| e.to_string())
+        .expect("the log reads");
+        let all = log.events_json(0, 2, &[]).expect("texts read");
+        assert_eq!(
+            all,
+            concat!(
+                r#"[{"type":"plugin/x","seq":0,"time":1,"data":{"turn":1,"k":[1,{"data":2}]}},"#,
+                r#"{"type":"plugin/y","seq":1,"time":2,"data":"d"}]"#
+            )
+        );
+        assert_eq!(
+            log.events_json(0, 2, &[0, 7]).expect("texts read"),
+            all.replacen(r#"{"turn":1,"k":[1,{"data":2}]}"#, "null", 1)
+        );
+        assert_eq!(
+            log.events_json(1, 2, &[1]).expect("texts read"),
+            r#"[{"type":"plugin/y","seq":1,"time":2,"data":null}]"#
+        );
+    }
+
+    #[test]
     fn a_log_read_from_two_parts_is_the_log_read_from_one() {
         let header =
             SessionHeader::from_line(r#"{"type":"session","version":0,"id":"p"}"#).expect("header");

@@ -775,7 +775,9 @@ mod tests {
         let summary = |r: CoreResult<(Repaired, usize)>| {
             r.map(|(rep, _)| {
                 (
-                    rep.log.events_json(0, rep.log.len()).expect("texts read"),
+                    rep.log
+                        .events_json(0, rep.log.len(), &[])
+                        .expect("texts read"),
                     rep.preserved,
                     rep.torn,
                 )
@@ -913,10 +915,10 @@ mod tests {
             .unwrap();
         assert_eq!(log.len(), n as usize);
         assert_eq!(
-            log.events_json(0, log.len()).expect("texts read"),
+            log.events_json(0, log.len(), &[]).expect("texts read"),
             slow.0
                 .log
-                .events_json(0, slow.0.log.len())
+                .events_json(0, slow.0.log.len(), &[])
                 .expect("texts read")
         );
         // A torn last row (in the half the second connection reads) is

@@ -293,18 +293,20 @@ impl NativeSession {
     }
 
     /// Events `from..to` as one JSON array; those in `held` (ascending
-    /// seqs whose payloads JS holds parsed) with a null `data`.
+    /// seqs whose payloads JS holds parsed; none when left out) with a null
+    /// `data`.
     #[napi(js_name = "eventsJson")]
     pub fn events_json(
         &mut self,
         env: Env,
         from: u32,
         to: u32,
-        held: Uint32Array,
+        held: Option<Uint32Array>,
     ) -> Result<String> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
+        let held = held.as_deref().unwrap_or_default();
         call(&env, || {
-            self.log.events_json(from as usize, to as usize, &held)
+            self.log.events_json(from as usize, to as usize, held)
         })
     }
 

@@ -874,6 +874,74 @@ mod differential;
 mod tests {
     use super::*;
 
+    /// Random string contents, each unit written raw or escaped in every
+    /// way JSON allows: what `string_contents` decodes must be the units.
+    #[test]
+    fn string_contents_decodes_every_way_a_unit_can_be_written() {
+        let alphabet: Vec<u16> = "aZ09 /\\\"é\u{ff}\u{100}✓\u{7f}\n\t\u{1}"
+            .encode_utf16()
+            .chain([0xd83d, 0xde00, 0xd800, 0xdc00])
+            .collect();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |k: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % k as u64) as usize
+        };
+        for _ in 0..3000 {
+            let units: Vec<u16> = (0..next(40))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            // Escape each unit or write it raw (a surrogate pair raw when
+            // both halves are there, a lone one only escaped).
+            let mut text = String::new();
+            let mut i = 0;
+            while i < units.len() {
+                let u = units[i];
+                let pair = (0xd800..0xdc00).contains(&u)
+                    && units
+                        .get(i + 1)
+                        .is_some_and(|l| (0xdc00..0xe000).contains(l));
+                let escape = next(3) == 0 || (0xd800..0xe000).contains(&u) && !pair || u < 0x20;
+                if escape {
+                    match (next(2), u) {
+                        (0, 0x22) => text.push_str("\\\""),
+                        (0, 0x5c) => text.push_str("\\\\"),
+                        (0, 0x2f) => text.push_str("\\/"),
+                        (0, 0x0a) => text.push_str("\\n"),
+                        (0, 0x09) => text.push_str("\\t"),
+                        _ if next(2) == 0 => text.push_str(&format!("\\u{u:04x}")),
+                        _ => text.push_str(&format!("\\u{u:04X}")),
+                    }
+                    i += 1;
+                } else if u == 0x22 || u == 0x5c {
+                    text.push('\\');
+                    text.push(u as u8 as char);
+                    i += 1;
+                } else {
+                    let n = if pair { 2 } else { 1 };
+                    text.push_str(&String::from_utf16(&units[i..i + n]).expect("whole characters"));
+                    i += n;
+                }
+            }
+            let decoded = match string_contents(&text).expect("valid contents") {
+                Units::Latin1(b) => {
+                    assert!(
+                        text.is_ascii(),
+                        "Latin-1 units only from ASCII text: {text:?}"
+                    );
+                    b.iter().map(|&c| c as u16).collect()
+                }
+                Units::Utf16(u) => u,
+            };
+            assert_eq!(decoded, units, "{text:?}");
+        }
+        assert_eq!(string_contents("\\x"), None);
+        assert_eq!(string_contents("\\u12"), None);
+        assert_eq!(string_contents("ab\\"), None);
+    }
+
     #[test]
     fn lossless_values_pass_and_negative_zero_overflow_and_syntax_do_not() {
         assert_eq!(check_value(r#"{"a":[1,2.5,"x",null,true,{}]}"#), Ok(()));

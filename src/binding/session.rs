@@ -326,7 +326,7 @@ impl NativeSession {
 
     /// `payloadsJson` read on the libuv pool, its long strings decoded
     /// there (`log/lift.rs`): resolves with `{ seqs, json, holes }`, `holes`
-    /// flat `[at, path, string, ...]` (`placeStrings` in lib/core/session.js
+    /// flat `[at, path, string, ...]` (`takeBatch` in lib/core/session.js
     /// puts them in). A store's `open` reads its first derive's payloads so.
     #[napi(
         js_name = "payloadsLifted",

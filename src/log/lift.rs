@@ -6,7 +6,7 @@
 //! first derive) crosses as a *skeleton*, each string of at least `LIFT_MIN`
 //! bytes replaced by `""`, plus those strings' code units (decoded here) and
 //! the path to each one's place. JS parses the skeleton and puts each string
-//! in its place before freezing (`placeStrings` in lib/core/session.js): the
+//! in its place before freezing (`takeBatch` in lib/core/session.js): the
 //! value `JSON.parse` of the text gives, property order included. Of equal
 //! keys in one object `JSON.parse` keeps the last, so only a string under
 //! the last of its key is lifted, and a path only enters a key's last member.

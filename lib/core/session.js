@@ -422,10 +422,7 @@ class Session {
       }
     }
     if (missing.length === 0) return
-    const flat = JSON.parse(this.#native.payloadsJson(Uint32Array.from(missing)))
-    for (let i = 0; i < missing.length; i++) {
-      payloads.set(missing[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
-    }
+    takeBatch(this.#native.payloads(Uint32Array.from(missing), internal.liftMin), payloads)
   }
 
   /** Whether event `seq` is a `turn/end`. */

@@ -10,7 +10,7 @@ use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{
     AsyncTask, Buffer, Either, Object, ToNapiValue, TypeName, Uint32Array,
 };
-use napi::{Env, JsString, Task};
+use napi::{Env, Task};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -310,24 +310,29 @@ impl NativeSession {
         })
     }
 
-    /// `[type, data, ...]` of the (native) events at `seqs`, as one JSON array.
-    /// (An ASCII text is handed over as Latin-1, which V8 copies as it is
-    /// instead of decoding UTF-8.)
-    #[napi(js_name = "payloadsJson", ts_return_type = "string")]
-    pub fn payloads_json<'e>(&mut self, env: &'e Env, seqs: Uint32Array) -> Result<JsString<'e>> {
+    /// The payloads of the (native) events at `seqs`, as a batch `{ seqs,
+    /// json, holes }`: `json` the array `[type, data, ...]` with each string
+    /// of `liftMin` bytes or more (`LIFT_MIN`) replaced by `""`, `holes`
+    /// flat `[at, path, string, ...]` (`log/lift.rs`; `takeBatch` in
+    /// lib/core/session.js puts them in).
+    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string, holes: unknown[] }")]
+    pub fn payloads(
+        &mut self,
+        env: Env,
+        seqs: Uint32Array,
+        lift_min: Option<u32>,
+    ) -> Result<BatchOut> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let json = call(env, || self.log.payloads_json(&seqs))?;
-        if json.is_ascii() {
-            env.create_string_latin1(json.as_bytes())
-        } else {
-            env.create_string(&json)
-        }
+        let picks = self.log.payload_picks(&seqs);
+        let lift_min = lift_min.map_or(LIFT_MIN, |m| m as usize);
+        call(&env, || {
+            crate::log::payloads(&self.log.texts, &picks, lift_min)
+        })
+        .map(BatchOut)
     }
 
-    /// `payloadsJson` read on the libuv pool, its long strings decoded
-    /// there (`log/lift.rs`): resolves with `{ seqs, json, holes }`, `holes`
-    /// flat `[at, path, string, ...]` (`takeBatch` in lib/core/session.js
-    /// puts them in). A store's `open` reads its first derive's payloads so.
+    /// `payloads` read on the libuv pool (a store's `open` reads its first
+    /// derive's payloads so).
     #[napi(
         js_name = "payloadsLifted",
         ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] }>"

@@ -2,20 +2,16 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
+use super::payloads::{BatchOut, PayloadRead};
 use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{Log, PayloadBatch, Prepared, Step, Texts, LIFT_MIN};
-use crate::scan::Units;
+use crate::log::{Log, Prepared, LIFT_MIN};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{
-    AsyncTask, Buffer, Either, Object, ToNapiValue, TypeName, Uint32Array,
-};
-use napi::{Env, Task};
-use napi::{JsValue, Result};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Uint32Array};
+use napi::{Env, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
 
 /// Texts waiting for the compressor start it once they hold this much.
 const COMPRESS_MIN_BYTES: usize = 1 << 20;
@@ -328,7 +324,7 @@ impl NativeSession {
         call(&env, || {
             crate::log::payloads(&self.log.texts, &picks, lift_min)
         })
-        .map(BatchOut)
+        .map(BatchOut::from)
     }
 
     /// `payloads` read on the libuv pool (a store's `open` reads its first
@@ -343,12 +339,11 @@ impl NativeSession {
         lift_min: Option<u32>,
     ) -> AsyncTask<PayloadRead> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        AsyncTask::new(PayloadRead {
-            texts: self.log.shared_texts(),
-            picks: self.log.payload_picks(&seqs),
-            lift_min: lift_min.map_or(LIFT_MIN, |m| m as usize),
-            failure: None,
-        })
+        AsyncTask::new(PayloadRead::new(
+            self.log.shared_texts(),
+            self.log.payload_picks(&seqs),
+            lift_min.map_or(LIFT_MIN, |m| m as usize),
+        ))
     }
 
     /// Where to cut `seqs` into runs whose texts take at most `maxBytes`
@@ -547,7 +542,7 @@ impl JsonlReading {
         self.reading
             .as_mut()
             .and_then(|r| r.next_batch())
-            .map(BatchOut)
+            .map(BatchOut::from)
     }
 
     /// The session read (waiting for the read); a defect throws with its
@@ -561,90 +556,5 @@ impl JsonlReading {
                 "the JSONL log was already taken",
             )),
         })
-    }
-}
-
-/// `payloadsLifted`'s work: the payloads of `picks`, read from `texts`.
-pub struct PayloadRead {
-    texts: Arc<Texts>,
-    picks: Vec<(u32, Option<&'static str>)>,
-    lift_min: usize,
-    failure: Option<CoreError>,
-}
-
-impl Task for PayloadRead {
-    type Output = PayloadBatch;
-    type JsValue = BatchOut;
-
-    fn compute(&mut self) -> Result<PayloadBatch> {
-        let (texts, picks, lift_min) = (&self.texts, &self.picks, self.lift_min);
-        guarded("reading payloads", || {
-            crate::log::payloads(texts, picks, lift_min)
-        })
-        .map_err(|e| {
-            let reason = e.to_string();
-            self.failure = Some(e);
-            napi::Error::from_reason(reason)
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, output: PayloadBatch) -> Result<BatchOut> {
-        Ok(BatchOut(output))
-    }
-
-    fn reject(&mut self, env: Env, err: napi::Error) -> Result<BatchOut> {
-        match self.failure.take() {
-            Some(e) => Err(super::js_error(&env, &e)),
-            None => Err(err),
-        }
-    }
-}
-
-/// A batch of payloads as JS gets it: `{ seqs, json, holes }`, `holes` flat
-/// `[at, path, string, ...]`. Text that is ASCII (or Latin-1 units) crosses
-/// as Latin-1, which V8 copies as it is instead of decoding UTF-8.
-pub struct BatchOut(PayloadBatch);
-
-impl ToNapiValue for BatchOut {
-    unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
-        let env = Env::from_raw(raw);
-        let PayloadBatch { seqs, json, holes } = val.0;
-        let mut out = Object::new(&env)?;
-        out.set("seqs", Uint32Array::new(seqs))?;
-        if json.is_ascii() {
-            out.set("json", env.create_string_latin1(json.as_bytes())?)?;
-        } else {
-            out.set("json", env.create_string(&json)?)?;
-        }
-        drop(json);
-        let mut flat = env.create_array(3 * holes.len() as u32)?;
-        for (k, hole) in holes.into_iter().enumerate() {
-            let k = 3 * k as u32;
-            flat.set(k, hole.at)?;
-            let mut path = env.create_array(hole.path.len() as u32)?;
-            for (j, step) in hole.path.iter().enumerate() {
-                match step {
-                    Step::Key(units) => path.set(j as u32, env.create_string_utf16(units)?)?,
-                    Step::Index(i) => path.set(j as u32, *i)?,
-                }
-            }
-            flat.set(k + 1, path)?;
-            match hole.units {
-                Units::Latin1(bytes) => flat.set(k + 2, env.create_string_latin1(bytes)?)?,
-                Units::Utf16(units) => flat.set(k + 2, env.create_string_utf16(units)?)?,
-            }
-        }
-        out.set("holes", flat)?;
-        Ok(out.raw())
-    }
-}
-
-impl TypeName for BatchOut {
-    fn type_name() -> &'static str {
-        "Object"
-    }
-
-    fn value_type() -> napi::ValueType {
-        napi::ValueType::Object
     }
 }

@@ -164,7 +164,8 @@ class SessionStoreBase {
   /**
    * The same load, straight into a `Session` (events stay native until
    * read). It resolves once the payloads the first `deriveMessages()` reads
-   * are parsed, a few milliseconds per event-loop turn.
+   * are parsed, a run of them (256 KiB of text, or one longer payload) per
+   * event-loop turn (`internal.warm`).
    */
   open(id) {
     return this.#start(() => {

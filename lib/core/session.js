@@ -723,7 +723,10 @@ class Session {
       const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
       const read = (run) => {
         const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))
-        return native.payloadsLifted(Uint32Array.from(seqs), internal.liftMin)
+        const batch = native.payloadsLifted(Uint32Array.from(seqs), internal.liftMin)
+        // If this thread throws before awaiting it, its failure is not unhandled.
+        batch.catch(() => {})
+        return batch
       }
       let next = ends.length > 0 ? read(0) : undefined
       for (let run = 0; run < ends.length; run++) {

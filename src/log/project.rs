@@ -119,12 +119,13 @@ pub fn payloads(
     picks: &[(u32, Option<&str>)],
     lift_min: usize,
 ) -> CoreResult<PayloadBatch> {
+    // A payload long enough to have strings lifted may take much less.
     let bytes = picks
         .iter()
-        .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1) + 8)
+        .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1).min(lift_min) + 8)
         .sum::<usize>();
     let mut batch = PayloadBatch {
-        json: String::with_capacity(bytes.min(2 * lift_min) + 2),
+        json: String::with_capacity(bytes + 2),
         ..PayloadBatch::default()
     };
     for &(seq, name) in picks {

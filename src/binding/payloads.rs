@@ -1,64 +1,15 @@
 //! Payloads crossing to JS (`log/lift.rs`): `BatchOut`, a batch as JS gets
-//! it, and `PayloadRead`, the read of a batch on the libuv pool (a store
-//! `open`'s first derive).
+//! it, and the lifting bound JS may give.
 
-use super::guarded;
-use crate::error::CoreError;
-use crate::log::{PayloadBatch, Step, Texts};
+use crate::log::{PayloadBatch, Step, LIFT_MIN};
 use crate::scan::Units;
 use napi::bindgen_prelude::{Object, ToNapiValue, TypeName, Uint32Array};
-use napi::{Env, JsValue, Result, Task};
-use std::sync::Arc;
+use napi::{Env, JsValue, Result};
 
-/// `payloadsLifted`'s work: the payloads of `picks`, read from `texts`.
-pub struct PayloadRead {
-    texts: Arc<Texts>,
-    picks: Vec<(u32, Option<&'static str>)>,
-    lift_min: usize,
-    failure: Option<CoreError>,
-}
-
-impl PayloadRead {
-    pub fn new(
-        texts: Arc<Texts>,
-        picks: Vec<(u32, Option<&'static str>)>,
-        lift_min: usize,
-    ) -> Self {
-        PayloadRead {
-            texts,
-            picks,
-            lift_min,
-            failure: None,
-        }
-    }
-}
-
-impl Task for PayloadRead {
-    type Output = PayloadBatch;
-    type JsValue = BatchOut;
-
-    fn compute(&mut self) -> Result<PayloadBatch> {
-        let (texts, picks, lift_min) = (&self.texts, &self.picks, self.lift_min);
-        guarded("reading payloads", || {
-            crate::log::payloads(texts, picks, lift_min)
-        })
-        .map_err(|e| {
-            let reason = e.to_string();
-            self.failure = Some(e);
-            napi::Error::from_reason(reason)
-        })
-    }
-
-    fn resolve(&mut self, _env: Env, output: PayloadBatch) -> Result<BatchOut> {
-        Ok(BatchOut::from(output))
-    }
-
-    fn reject(&mut self, env: Env, err: napi::Error) -> Result<BatchOut> {
-        match self.failure.take() {
-            Some(e) => Err(super::js_error(&env, &e)),
-            None => Err(err),
-        }
-    }
+/// The strings a batch lifts: of `lift_min` bytes or more (`LIFT_MIN` when
+/// JS gives none; tests lower it).
+pub fn lift_bound(lift_min: Option<u32>) -> usize {
+    lift_min.map_or(LIFT_MIN, |m| m as usize)
 }
 
 /// A batch of payloads as JS gets it: `{ seqs, json, holes }`, `holes` flat

@@ -2,12 +2,12 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
-use super::payloads::{BatchOut, PayloadRead};
+use super::payloads::{lift_bound, BatchOut};
 use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{Log, Prepared, LIFT_MIN};
+use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{AsyncTask, Buffer, Either, Uint32Array};
+use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::{Env, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -320,7 +320,7 @@ impl NativeSession {
     ) -> Result<BatchOut> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
         let picks = self.log.payload_picks(&seqs);
-        let lift_min = lift_min.map_or(LIFT_MIN, |m| m as usize);
+        let lift_min = lift_bound(lift_min);
         call(&env, || {
             crate::log::payloads(&self.log.texts, &picks, lift_min)
         })
@@ -337,13 +337,13 @@ impl NativeSession {
         &mut self,
         seqs: Uint32Array,
         lift_min: Option<u32>,
-    ) -> AsyncTask<PayloadRead> {
+    ) -> crate::binding::store::StorePromise<crate::log::PayloadBatch, BatchOut> {
         self.log.compress_texts(COMPRESS_MIN_BYTES);
-        AsyncTask::new(PayloadRead::new(
-            self.log.shared_texts(),
-            self.log.payload_picks(&seqs),
-            lift_min.map_or(LIFT_MIN, |m| m as usize),
-        ))
+        let (texts, picks) = (self.log.shared_texts(), self.log.payload_picks(&seqs));
+        let lift_min = lift_bound(lift_min);
+        crate::binding::store::task(false, BatchOut::from, move || {
+            crate::log::payloads(&texts, &picks, lift_min)
+        })
     }
 
     /// Where to cut `seqs` into runs whose texts take at most `maxBytes`
@@ -520,7 +520,7 @@ impl JsonlReading {
     /// tests lift short strings).
     #[napi(constructor)]
     pub fn new(lift_min: Option<u32>) -> Self {
-        let lift_min = lift_min.map_or(LIFT_MIN, |m| m as usize);
+        let lift_min = lift_bound(lift_min);
         JsonlReading {
             reading: Some(crate::log::JsonlReading::lifting(lift_min)),
         }

@@ -592,7 +592,7 @@ fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) ->
 
 /// The UTF-16 code units a JSON string's contents (between the quotes, as
 /// the scanner returned them) stand for; lone surrogates included.
-fn utf16_units(inner: &str) -> Option<Vec<u16>> {
+pub fn utf16_units(inner: &str) -> Option<Vec<u16>> {
     unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
         out.extend(run.encode_utf16())
     })

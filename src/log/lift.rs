@@ -11,7 +11,7 @@
 //! keys in one object `JSON.parse` keeps the last, so only a string under
 //! the last of its key is lifted, and a path only enters a key's last member.
 
-use crate::scan::{array_items, object_members, string_contents, Units};
+use crate::scan::{array_items, object_members, string_contents, utf16_units, Units};
 
 /// Strings shorter than this (in bytes of JSON text) stay in the skeleton.
 pub const LIFT_MIN: usize = 64 << 10;
@@ -70,19 +70,18 @@ fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Ve
             let Some(members) = object_members(value) else {
                 return;
             };
-            let keys: Vec<Option<Units>> =
-                members.iter().map(|(k, _)| string_contents(k)).collect();
+            let keys: Vec<Option<Vec<u16>>> = members.iter().map(|(k, _)| utf16_units(k)).collect();
             for (i, (_, v)) in members.iter().enumerate() {
                 if v.len() < min {
                     continue;
                 }
-                let Some(key) = keys[i].as_ref() else {
+                let Some(key) = &keys[i] else {
                     continue;
                 };
-                if keys[i + 1..].iter().any(|k| same_units(k.as_ref(), key)) {
+                if keys[i + 1..].iter().any(|k| k.as_ref() == Some(key)) {
                     continue;
                 }
-                path.push(Step::Key(utf16_of(key)));
+                path.push(Step::Key(key.clone()));
                 walk(data, v, min, path, cuts);
                 path.pop();
             }
@@ -101,17 +100,6 @@ fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Ve
         }
         _ => {}
     }
-}
-
-fn utf16_of(units: &Units) -> Vec<u16> {
-    match units {
-        Units::Latin1(b) => b.iter().map(|&c| c as u16).collect(),
-        Units::Utf16(u) => u.clone(),
-    }
-}
-
-fn same_units(a: Option<&Units>, b: &Units) -> bool {
-    a.is_some_and(|a| utf16_of(a) == utf16_of(b))
 }
 
 #[cfg(test)]

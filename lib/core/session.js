@@ -106,10 +106,15 @@ function readPieces(text) {
   return reading
 }
 
+/**
+ * A whole log in a Buffer is read where it is (the native log takes its
+ * texts compressed, no copy of them made) and held until `finish`, which
+ * `fromJsonl` reaches before anything else runs on this thread. Memory
+ * another thread may write meanwhile (a SharedArrayBuffer) is copied first.
+ */
 function readBytes(bytes) {
-  const reading = new JsonlReading(internal.liftMin)
-  reading.push(bytes, bytes.length)
-  return reading
+  const own = bytes.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes
+  return JsonlReading.ofBuffer(own, internal.liftMin)
 }
 
 /**
@@ -346,7 +351,13 @@ class Session {
     // freezes) the payloads of the events that enter the surface, which the
     // first derive reads (see src/log/resume.rs).
     const parsed = new Map()
-    for (let batch = reading.next(); batch !== null; batch = reading.next()) takeBatch(batch, parsed)
+    try {
+      for (let batch = reading.next(); batch !== null; batch = reading.next()) takeBatch(batch, parsed)
+    } catch (error) {
+      // The read lets the caller's Buffer go before anything else runs.
+      try { reading.finish() } catch {}
+      throw error
+    }
     // A defective log throws its error (`code`, `line`) from here.
     const session = new Session(INTERNAL, reading.finish())
     if (parsed.size > 0) session.#materialize(session.#nodes, parsed)

@@ -13,8 +13,7 @@ use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-/// Texts waiting for the compressor start it once they hold this much.
-const COMPRESS_MIN_BYTES: usize = 1 << 20;
+use crate::log::COMPRESS_MIN_BYTES;
 
 /// The token of the next session object (see `NativeSession::token`).
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -145,9 +144,9 @@ impl NativeSession {
         })
     }
 
-    /// Parse a whole JSONL log (the CLI's read; `Session.fromJsonl` pushes
-    /// pieces to a `JsonlReading`); a defect throws with its `line`. A
-    /// Buffer's bytes are the caller's: the log copies them.
+    /// Parse a whole JSONL log (the CLI's read; `Session.fromJsonl` uses a
+    /// `JsonlReading`); a defect throws with its `line`. A Buffer's bytes
+    /// are the caller's: the log takes its texts compressed.
     #[napi(js_name = "fromJsonl")]
     pub fn from_jsonl(env: Env, text: Either<String, Buffer>) -> Result<NativeSession> {
         call(&env, || {
@@ -523,6 +522,20 @@ impl JsonlReading {
         let lift_min = lift_bound(lift_min);
         JsonlReading {
             reading: Some(crate::log::JsonlReading::lifting(lift_min)),
+        }
+    }
+
+    /// A reading of the caller's whole log, read where it is: the log
+    /// takes its texts compressed and makes no copy of them, and holds
+    /// `bytes` (which must not change meanwhile) until `finish`.
+    #[napi(factory, js_name = "ofBuffer")]
+    pub fn of_buffer(bytes: Buffer, lift_min: Option<u32>) -> Self {
+        let lift_min = lift_bound(lift_min);
+        JsonlReading {
+            reading: Some(crate::log::JsonlReading::of_owner(
+                Box::new(bytes),
+                lift_min,
+            )),
         }
     }
 

@@ -28,7 +28,7 @@ pub use project::{payloads, write_jsonl, PayloadBatch};
 pub use read::Helper;
 pub(crate) use read::Part;
 pub use resume::JsonlReading;
-pub use texts::{Text, Texts};
+pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;
 pub(crate) use crate::priority::lower_priority;
@@ -395,7 +395,7 @@ mod tests {
                 .iter()
                 .zip(&spans)
                 .map(|(g, spans)| Part {
-                    text: joined(g),
+                    text: joined(g).into(),
                     spans,
                 })
                 .collect();

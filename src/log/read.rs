@@ -6,6 +6,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::priority::lower_priority;
 use crate::session_header::SessionHeader;
+use std::borrow::Cow;
 
 /// Logs shorter than this are read on one thread.
 pub(super) const PARALLEL_MIN_LINES: usize = 4096;
@@ -13,9 +14,10 @@ pub(super) const PARALLEL_MIN_LINES: usize = 4096;
 /// Events two reader threads claim at a time.
 const READ_CHUNK: usize = 512;
 
-/// Event texts to load: a buffer and each event's span in it.
+/// Event texts to load: a buffer (the log's own, or the caller's bytes,
+/// which the log compresses as it takes them) and each event's span in it.
 pub(crate) struct Part<'s> {
-    pub text: String,
+    pub text: Cow<'s, str>,
     pub spans: &'s [(usize, usize)],
 }
 
@@ -64,20 +66,21 @@ impl Helper {
     }
 }
 
-/// Logs at least this long are copied and split into lines on two threads.
+/// Logs at least this long are checked and split into lines on two threads.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
-/// A piece of a JSONL log: the caller's bytes (copied into the log) or a
-/// buffer the log keeps.
+/// A piece of a JSONL log: the caller's bytes (read where they are; the
+/// log takes its texts compressed, so no raw copy of the log is ever whole:
+/// `Texts::adopt`) or a buffer the log keeps.
 pub(crate) enum Piece<'a> {
-    Copy(&'a [u8]),
+    Borrow(&'a [u8]),
     Keep(Vec<u8>),
 }
 
 impl Piece<'_> {
     fn len(&self) -> usize {
         match self {
-            Piece::Copy(b) => b.len(),
+            Piece::Borrow(b) => b.len(),
             Piece::Keep(v) => v.len(),
         }
     }
@@ -89,28 +92,29 @@ pub(crate) type Observe<'o> = Option<&'o mut dyn FnMut(&Log, usize, &str)>;
 
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
-pub(super) type Prepared = Result<(String, Vec<(usize, usize)>), usize>;
+pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Vec<(usize, usize)>), usize>;
 
-pub(super) fn prepare(piece: Piece<'_>) -> Prepared {
-    let bytes = match piece {
-        Piece::Copy(b) => b.to_vec(),
-        Piece::Keep(v) => v,
+pub(super) fn prepare(piece: Piece<'_>) -> Prepared<'_> {
+    let text = match piece {
+        Piece::Borrow(b) => match std::str::from_utf8(b) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(e) => return Err(newlines(&b[..e.valid_up_to()]) + 1),
+        },
+        Piece::Keep(v) => match String::from_utf8(v) {
+            Ok(text) => Cow::Owned(text),
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                return Err(newlines(&e.as_bytes()[..at]) + 1);
+            }
+        },
     };
-    match String::from_utf8(bytes) {
-        Ok(text) => {
-            let spans = line_spans(&text);
-            Ok((text, spans))
-        }
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            Err(newlines(&e.as_bytes()[..at]) + 1)
-        }
-    }
+    let spans = line_spans(&text);
+    Ok((text, spans))
 }
 
 /// `prepare` of each piece, on two threads when the pieces are long (the
 /// helper takes the pieces after the first half of the bytes).
-pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepared> {
+pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepared<'_>> {
     let total: usize = pieces.iter().map(Piece::len).sum();
     if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
         // The helper takes the pieces after the first half of the bytes.
@@ -188,6 +192,15 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some(bytes.split_at(mid + i + 1))
 }
 
+/// The caller's bytes as pieces to borrow: two halves when long enough
+/// (`halves`), for two threads.
+pub(super) fn borrowed_halves(bytes: &[u8]) -> Vec<Piece<'_>> {
+    match halves(bytes) {
+        Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
+        None => vec![Piece::Borrow(bytes)],
+    }
+}
+
 /// The one reader of JSONL lines: the header line, then one event per
 /// line, blank lines only at the end, the first invalid UTF-8 winning over
 /// every other defect. Fed a piece (of whole lines) at a time as pieces
@@ -195,9 +208,9 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// waited (`finish`: read on two threads); a one-shot read is a `finish`
 /// of all of them.
 #[derive(Default)]
-pub(super) struct Stream {
+pub(super) struct Stream<'a> {
     /// Each piece's text, in order.
-    texts: Vec<String>,
+    texts: Vec<Cow<'a, str>>,
     /// Lines and bytes in `texts`.
     lines: usize,
     bytes: usize,
@@ -216,9 +229,9 @@ pub(super) struct Stream {
     next: usize,
 }
 
-impl Stream {
+impl<'a> Stream<'a> {
     /// Read and fold a piece's events, in order, on this thread.
-    pub(super) fn piece(&mut self, piece: Prepared, observe: &mut Observe<'_>) {
+    pub(super) fn piece(&mut self, piece: Prepared<'a>, observe: &mut Observe<'_>) {
         let (text, spans) = match piece {
             Ok(piece) => piece,
             Err(line) => {
@@ -279,9 +292,9 @@ impl Stream {
     /// too; on a defect, the texts of the pieces come back with it.
     pub(super) fn finish(
         mut self,
-        rest: Vec<Prepared>,
+        rest: Vec<Prepared<'a>>,
         observe: &mut Observe<'_>,
-    ) -> Result<Log, (CoreError, Vec<String>)> {
+    ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
         let mut pieces = Vec::with_capacity(rest.len());
         for piece in rest {
             match piece {
@@ -290,14 +303,14 @@ impl Stream {
                     let lines = self.lines
                         + pieces
                             .iter()
-                            .map(|(_, s): &(String, Vec<_>)| s.len())
+                            .map(|(_, s): &(Cow<'a, str>, Vec<_>)| s.len())
                             .sum::<usize>();
                     self.invalid_utf8.get_or_insert(lines + line);
                 }
             }
         }
         let failed =
-            |error: CoreError, done: Vec<String>, pieces: Vec<(String, Vec<(usize, usize)>)>| {
+            |error: CoreError, done: Vec<Cow<'a, str>>, pieces: Vec<(Cow<'a, str>, Vec<_>)>| {
                 Err((
                     error,
                     done.into_iter()
@@ -348,13 +361,14 @@ impl Stream {
                 Err(error) => failed(error, self.texts, pieces),
             };
         };
-        let (texts, spans): (Vec<String>, Vec<Vec<(usize, usize)>>) = pieces.into_iter().unzip();
+        type Lines = Vec<(usize, usize)>;
+        let (texts, spans): (Vec<Cow<'a, str>>, Vec<Lines>) = pieces.into_iter().unzip();
         let parts: Vec<Part<'_>> = texts
-            .into_iter()
+            .iter()
             .zip(&spans)
             .zip(&ends)
             .map(|((text, spans), &end)| Part {
-                text,
+                text: Cow::Borrowed(text),
                 spans: &spans[..end],
             })
             .collect();
@@ -368,11 +382,12 @@ impl Stream {
             Helper::Awaited,
             observe,
         );
-        self.texts.extend(parts.into_iter().map(|p| p.text));
+        drop(parts);
+        self.texts.extend(texts);
         if let Err((index, err)) = folded {
             return Err((event_error(index, err), self.texts));
         }
-        log.texts_mut().adopt_buffers(self.texts);
+        log.texts_mut().adopt(self.texts);
         Ok(log)
     }
 }
@@ -398,14 +413,11 @@ impl Log {
         Ok(())
     }
 
-    /// Parse a whole v0 JSONL log (the caller's bytes, copied into the
-    /// log's own buffers, two halves on two threads when the log is long).
+    /// Parse a whole v0 JSONL log: the caller's bytes, read where they
+    /// are and taken compressed (`Texts::adopt`), two halves on two threads
+    /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        let pieces = match halves(bytes) {
-            Some((a, b)) => vec![Piece::Copy(a), Piece::Copy(b)],
-            None => vec![Piece::Copy(bytes)],
-        };
-        Log::read_pieces(pieces, Helper::Awaited, None).map_err(|(e, _)| e)
+        Log::read_pieces(borrowed_halves(bytes), Helper::Awaited, None).map_err(|(e, _)| e)
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
@@ -421,13 +433,13 @@ impl Log {
 
     /// A JSONL log in pieces of whole lines (every piece but the last ends
     /// with a newline), read whole by the one reader (`Stream`): each piece
-    /// copied or kept, checked as UTF-8 and split into lines (on two threads
-    /// when the log is long), then its events read and folded.
-    pub(super) fn read_pieces(
-        pieces: Vec<Piece<'_>>,
+    /// borrowed or kept, checked as UTF-8 and split into lines (on two
+    /// threads when the log is long), then its events read and folded.
+    pub(super) fn read_pieces<'a>(
+        pieces: Vec<Piece<'a>>,
         helper: Helper,
         mut observe: Observe<'_>,
-    ) -> Result<Log, (CoreError, Vec<String>)> {
+    ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
         Stream::default().finish(prepare_all(pieces, helper), &mut observe)
     }
 
@@ -592,7 +604,7 @@ impl Log {
         log.metas.reserve_exact(count);
         log.texts_mut().reserve(count);
         let folded = log.fold_parts(&parts, 0, 0, verify, helper, &mut observe);
-        let texts: Vec<String> = parts.into_iter().map(|p| p.text).collect();
+        let texts: Vec<String> = parts.into_iter().map(|p| p.text.into_owned()).collect();
         if let Err((index, err)) = folded {
             return Err((index, err, texts));
         }
@@ -727,7 +739,7 @@ mod tests {
     }
 
     #[test]
-    fn a_copied_log_reads_as_a_kept_one_and_its_halves_keep_characters_whole() {
+    fn a_borrowed_log_reads_as_a_kept_one_and_its_halves_keep_characters_whole() {
         let long = log_text(20_000).into_bytes();
         assert!(long.len() >= PARALLEL_MIN_BYTES);
         let (a, b) = halves(&long).expect("a long log is cut in two");

@@ -15,7 +15,7 @@
 //! reads the rest from the log as it would without it.
 
 use super::project::PayloadBatch;
-use super::read::{prepare, prepare_all, Piece, Stream};
+use super::read::{borrowed_halves, prepare, prepare_all, Piece, Prepared, Stream};
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
@@ -37,8 +37,13 @@ const SPECULATION_SLACK: usize = 1024;
 /// (a thread costs more than the overlap gains there).
 const PIECE_BYTES: usize = 1 << 20;
 
+/// The caller's whole log, held while a read borrows it (a JS Buffer: the
+/// read neither copies it nor lets it go before `finish`).
+pub type Owner = Box<dyn AsRef<[u8]> + Send>;
+
 /// A JSONL log handed over in parts cut anywhere and read, from its first
-/// piece on, by a thread of its own (see the module comment).
+/// piece on, by a thread of its own (see the module comment); or handed
+/// over whole (`of_owner`) and read where it is.
 pub struct JsonlReading {
     /// Bytes pushed since the last piece.
     current: Vec<u8>,
@@ -57,7 +62,8 @@ pub struct JsonlReading {
 
 enum State {
     Pushing,
-    Reading(JoinHandle<Result<Log, CoreError>>),
+    /// The reading thread, which gives back the caller's log it borrowed.
+    Reading(JoinHandle<(Result<Log, CoreError>, Option<Owner>)>),
     Read(Box<Result<Log, CoreError>>),
     Finished,
 }
@@ -88,6 +94,35 @@ impl JsonlReading {
             batches: None,
             state: State::Pushing,
         }
+    }
+
+    /// A reading of the caller's whole log, read where it is (its texts
+    /// taken compressed, no copy of it made: `Texts::adopt`) by a thread of
+    /// its own, which hands `bytes` back to the thread that calls `finish`;
+    /// a log shorter than one piece is read now, on this thread.
+    pub fn of_owner(bytes: Owner, lift_min: usize) -> JsonlReading {
+        let mut reading = JsonlReading::lifting(lift_min);
+        reading.ended = true;
+        if (*bytes).as_ref().len() < reading.piece_bytes {
+            let read = Log::read_pieces(
+                vec![Piece::Borrow((*bytes).as_ref())],
+                Helper::Awaited,
+                None,
+            );
+            reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
+            return reading;
+        }
+        let (send, batches) = mpsc::channel();
+        reading.batches = Some(batches);
+        reading.state = State::Reading(std::thread::spawn(move || {
+            let read = {
+                let bytes = (*bytes).as_ref();
+                let rest = prepare_all(borrowed_halves(bytes), Helper::Awaited);
+                read_rest(Stream::default(), rest, &mut Handing::new(send, lift_min))
+            };
+            (read, Some(bytes))
+        }));
+        reading
     }
 
     /// Read the caller's bytes (`push` of all of them, then the end).
@@ -139,7 +174,9 @@ impl JsonlReading {
             let (send, batches) = mpsc::channel();
             self.batches = Some(batches);
             let lift_min = self.lift_min;
-            self.state = State::Reading(std::thread::spawn(move || read(received, send, lift_min)));
+            self.state = State::Reading(std::thread::spawn(move || {
+                (read(received, send, lift_min), None)
+            }));
             pieces
         });
         // A reading thread that is gone has failed: `finish` reports how.
@@ -179,9 +216,11 @@ impl JsonlReading {
         self.end();
         let failed = |what: &str| CoreError::new(Code::Internal, what);
         match std::mem::replace(&mut self.state, State::Finished) {
-            State::Reading(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(failed("the JSONL reading thread failed"))),
+            // The caller's log the thread borrowed is let go here.
+            State::Reading(thread) => thread.join().map_or_else(
+                |_| Err(failed("the JSONL reading thread failed")),
+                |(read, _)| read,
+            ),
             State::Read(read) => *read,
             State::Pushing | State::Finished => Err(failed("the JSONL log was already taken")),
         }
@@ -225,6 +264,17 @@ fn read(
         waiting.into_iter().map(Piece::Keep).collect(),
         Helper::Awaited,
     );
+    read_rest(stream, rest, &mut handing)
+}
+
+/// The end of a read: the pieces that waited (`rest`, prepared) read and
+/// folded, then the last batch handed over.
+fn read_rest<'a>(
+    stream: Stream<'a>,
+    rest: Vec<Prepared<'a>>,
+    handing: &mut Handing,
+) -> Result<Log, CoreError> {
+    let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
     let read = stream
         .finish(rest, &mut Some(&mut observe))
         .map_err(|(e, _)| e);

@@ -1,6 +1,7 @@
 //! Event texts in blocks that never move; full blocks are kept compressed.
 
 use crate::error::{Code, CoreError, CoreResult};
+use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -111,6 +112,11 @@ impl<'a> Text<'a> {
 /// read of one text decompresses.
 const BLOCK_MIN: usize = 16 << 10;
 const BLOCK: usize = 256 << 10;
+
+/// Texts waiting for the compressor are left as they are until they take at
+/// least this much (a short session is not worth a thread), and the
+/// caller's bytes a read takes are copied rather than compressed below it.
+pub const COMPRESS_MIN_BYTES: usize = 1 << 20;
 
 impl Texts {
     pub fn len(&self) -> usize {
@@ -270,6 +276,79 @@ impl Texts {
             self.bases.push(base);
             base += text.len();
             self.blocks.push(Block::Shared(Arc::new(text)));
+        }
+    }
+
+    /// Take a read's texts as the first blocks (see `adopt_buffers`), before
+    /// any push: buffers the log owns wait for the compressor as they are;
+    /// the caller's bytes (borrowed) are compressed here and now, cut as
+    /// `compress` cuts, each borrowed text after the first on a thread of
+    /// its own (a long log's two halves: two threads), so no raw copy of
+    /// them is ever whole. Borrowed texts shorter than `COMPRESS_MIN_BYTES`
+    /// in all are copied instead, as the compressor would leave them.
+    pub(super) fn adopt(&mut self, texts: Vec<Cow<'_, str>>) {
+        let borrowed: usize = texts
+            .iter()
+            .filter(|t| matches!(t, Cow::Borrowed(_)))
+            .map(|t| t.len())
+            .sum();
+        if borrowed < COMPRESS_MIN_BYTES {
+            return self.adopt_buffers(texts.into_iter().map(Cow::into_owned).collect());
+        }
+        self.idle = false;
+        // Each text's base, and where a borrowed one is cut into pieces.
+        let mut at = 0;
+        let texts: Vec<(usize, Cow<'_, str>, Vec<usize>)> = texts
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .map(|text| {
+                let base = at;
+                at += text.len();
+                let cuts = match &text {
+                    Cow::Borrowed(b) => self.cuts(base, b.len()),
+                    Cow::Owned(_) => Vec::new(),
+                };
+                (base, text, cuts)
+            })
+            .collect();
+        let compress =
+            |(base, text, cuts): &(usize, Cow<'_, str>, Vec<usize>)| pieces(*base, text, cuts);
+        let borrowed: Vec<usize> = (0..texts.len())
+            .filter(|&k| matches!(texts[k].1, Cow::Borrowed(_)))
+            .collect();
+        let mut compressed: Vec<Option<Vec<(usize, Block)>>> = vec![None; texts.len()];
+        std::thread::scope(|scope| {
+            let later: Vec<_> = borrowed
+                .iter()
+                .skip(1)
+                .map(|&k| {
+                    let text = &texts[k];
+                    (k, scope.spawn(move || compress(text)))
+                })
+                .collect();
+            if let Some(&k) = borrowed.first() {
+                compressed[k] = Some(compress(&texts[k]));
+            }
+            for (k, thread) in later {
+                // A panicking thread is a bug; its text is then compressed here.
+                compressed[k] = Some(thread.join().unwrap_or_else(|_| compress(&texts[k])));
+            }
+        });
+        self.blocks = Vec::with_capacity(texts.len());
+        self.bases = Vec::with_capacity(texts.len());
+        for ((base, text, _), pieces) in texts.into_iter().zip(compressed) {
+            match pieces {
+                Some(pieces) => {
+                    for (b, block) in pieces {
+                        self.bases.push(b);
+                        self.blocks.push(block);
+                    }
+                }
+                None => {
+                    self.bases.push(base);
+                    self.blocks.push(Block::Shared(Arc::new(text.into_owned())));
+                }
+            }
         }
     }
 
@@ -581,6 +660,87 @@ mod tests {
         small.adopt_buffers(vec!["ab".into()]);
         assert!(small.compress(1 << 20));
         assert!(matches!(small.blocks[0], Block::Shared(_)));
+    }
+
+    #[test]
+    fn borrowed_texts_are_taken_compressed_and_owned_ones_wait_for_the_compressor() {
+        // JSONL-like buffers: a header line, then lines (multi-byte, CRLF
+        // endings); `kinds` says which buffer is the caller's (borrowed).
+        let build = |kinds: &[bool], lines: usize| {
+            let (mut texts, mut spans, mut want) = (Vec::new(), Vec::new(), Vec::new());
+            let mut base = 0;
+            for (part, &borrowed) in kinds.iter().enumerate() {
+                let mut buf = String::from("{\"header\":true}\n");
+                for i in 0..lines {
+                    let line = format!(
+                        "{{\"seq\":{i},\"part\":{part},\"t\":\"é{}\"}}",
+                        "ab".repeat(i % 300)
+                    );
+                    let start = base + buf.len();
+                    buf.push_str(&line);
+                    spans.push((start, start + line.len()));
+                    buf.push_str(if i % 11 == 0 { "\r\n" } else { "\n" });
+                    want.push(line);
+                }
+                base += buf.len();
+                texts.push((borrowed, buf));
+            }
+            (texts, spans, want)
+        };
+        let adopted = |texts: &[(bool, String)], spans: &[(usize, usize)]| {
+            let mut t = Texts::default();
+            for &(s, e) in spans {
+                t.push_span(s, e);
+            }
+            t.adopt(
+                texts
+                    .iter()
+                    .map(|(borrowed, text)| match borrowed {
+                        true => Cow::Borrowed(text.as_str()),
+                        false => Cow::Owned(text.clone()),
+                    })
+                    .collect(),
+            );
+            t
+        };
+        // Two borrowed halves (two threads) and an owned buffer after them.
+        let (texts, spans, mut want) = build(&[true, true, false], 6_000);
+        assert!(texts[0].1.len() + texts[1].1.len() >= COMPRESS_MIN_BYTES);
+        let mut t = adopted(&texts, &spans);
+        let shared = t
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Shared(_)))
+            .count();
+        assert_eq!(shared, 1, "only the owned buffer waits for the compressor");
+        assert!(t.blocks.iter().all(|b| !matches!(b, Block::Raw(_))));
+        let compressed = t
+            .blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Lz4 { .. }))
+            .count();
+        assert!(compressed > 10, "{compressed} pieces");
+        assert_eq!(all(&t), want);
+        for i in (0..want.len()).rev().step_by(17) {
+            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
+        }
+        t.push("after");
+        want.push("after".into());
+        assert_eq!(
+            visited(&t, 0, want.len()),
+            want.iter().cloned().map(Some).collect::<Vec<_>>()
+        );
+        // The caller's bytes alone: nothing is left for the compressor.
+        let (texts, spans, want) = build(&[true, true], 6_000);
+        let mut t = adopted(&texts, &spans);
+        assert!(t.compress(0), "nothing waits");
+        assert_eq!(all(&t), want);
+        // Under COMPRESS_MIN_BYTES the caller's bytes are copied, as read.
+        let (texts, spans, want) = build(&[true], 50);
+        let mut t = adopted(&texts, &spans);
+        assert!(matches!(t.blocks[..], [Block::Shared(_)]));
+        assert!(t.compress(COMPRESS_MIN_BYTES));
+        assert_eq!(all(&t), want);
     }
 
     #[test]

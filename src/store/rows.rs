@@ -322,7 +322,7 @@ pub(crate) fn complete_spliced(
         .into_iter()
         .zip(spliced.iter())
         .map(|(text, p)| Part {
-            text,
+            text: text.into(),
             spans: &p.spans,
         })
         .collect();

@@ -1,6 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
+use super::texts::{Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -190,6 +191,65 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let mid = bytes.len() / 2;
     let i = memchr::memchr(b'\n', &bytes[mid..])?;
     Some(bytes.split_at(mid + i + 1))
+}
+
+/// Texts read (the first at offset `base` of the log's texts, `lines` their
+/// lines' spans) as the log takes them. The caller's bytes are compressed
+/// (each borrowed text after the first on a thread of its own: a long log's
+/// two halves, two threads), so no raw copy of them is ever whole; under
+/// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
+/// would leave them. Buffers the log owns wait for the compressor.
+fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) -> Vec<Taken> {
+    let borrowed: usize = texts
+        .iter()
+        .filter(|t| matches!(t, Cow::Borrowed(_)))
+        .map(|t| t.len())
+        .sum();
+    let mut at = base;
+    let texts: Vec<_> = texts
+        .into_iter()
+        .zip(lines)
+        .map(|(text, lines)| {
+            at += text.len();
+            let compress = matches!(text, Cow::Borrowed(_)) && borrowed >= COMPRESS_MIN_BYTES;
+            (at - text.len(), text, lines, compress)
+        })
+        .collect();
+    let compress = |(base, text, lines, _): &(usize, Cow<'_, str>, &Vec<_>, bool)| {
+        Taken::compressed(*base, text, lines)
+    };
+    let mut compressing = texts
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.3)
+        .map(|(k, _)| k);
+    let first = compressing.next();
+    let mut taken: Vec<Option<Taken>> = std::thread::scope(|scope| {
+        let later: Vec<_> = compressing
+            .map(|k| {
+                let text = &texts[k];
+                (k, scope.spawn(move || compress(text)))
+            })
+            .collect();
+        let mut taken: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
+        if let Some(k) = first {
+            taken[k] = Some(compress(&texts[k]));
+        }
+        for (k, thread) in later {
+            // A panicking thread is a bug; its text is then compressed here.
+            taken[k] = Some(thread.join().unwrap_or_else(|_| compress(&texts[k])));
+        }
+        taken
+    });
+    texts
+        .into_iter()
+        .zip(taken.iter_mut())
+        .map(|((_, text, ..), taken)| {
+            taken
+                .take()
+                .unwrap_or_else(|| Taken::Buffer(text.into_owned()))
+        })
+        .collect()
 }
 
 /// The caller's bytes as pieces to borrow: two halves when long enough
@@ -383,11 +443,17 @@ impl<'a> Stream<'a> {
             observe,
         );
         drop(parts);
-        self.texts.extend(texts);
         if let Err((index, err)) = folded {
+            self.texts.extend(texts);
             return Err((event_error(index, err), self.texts));
         }
-        log.texts_mut().adopt(self.texts);
+        let taken = self
+            .texts
+            .into_iter()
+            .map(|text| Taken::Buffer(text.into_owned()))
+            .chain(take(texts, &spans, self.bytes))
+            .collect();
+        log.texts_mut().adopt(taken);
         Ok(log)
     }
 }
@@ -746,6 +812,12 @@ mod tests {
         assert!(a.ends_with(b"\n"));
         assert!(std::str::from_utf8(a).is_ok() && std::str::from_utf8(b).is_ok());
         assert_eq!([a, b].concat(), long);
+        // The caller's bytes are taken compressed: nothing waits for the
+        // compressor, while a kept buffer does.
+        let mut borrowed = Log::from_jsonl(&long).expect("a long log reads");
+        assert!(borrowed.texts_mut().compress(0), "nothing waits");
+        let mut kept = Log::from_jsonl_vec(long.clone()).expect("a long log reads");
+        assert!(!kept.texts_mut().compress(0), "the kept buffer waits");
         let mut cases = cases();
         let mut bad = long.clone();
         let at = bad.len() - 300;

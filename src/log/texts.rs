@@ -1,7 +1,6 @@
 //! Event texts in blocks that never move; full blocks are kept compressed.
 
 use crate::error::{Code, CoreError, CoreResult};
-use std::borrow::Cow;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -114,8 +113,8 @@ const BLOCK_MIN: usize = 16 << 10;
 const BLOCK: usize = 256 << 10;
 
 /// Texts waiting for the compressor are left as they are until they take at
-/// least this much (a short session is not worth a thread), and the
-/// caller's bytes a read takes are copied rather than compressed below it.
+/// least this much (a short session is not worth a thread), and a read
+/// copies the caller's bytes rather than compress them below it.
 pub const COMPRESS_MIN_BYTES: usize = 1 << 20;
 
 impl Texts {
@@ -259,97 +258,39 @@ impl Texts {
     pub(super) fn reserve(&mut self, count: usize) {
         self.spans.reserve(count);
     }
-    /// Take log texts as the first blocks, one after another (a span's
-    /// offset is its buffer's start, the lengths before it summed, plus its
-    /// offset there); before any push. They wait for the compressor as
-    /// they are (see `compress`).
-    pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
+    /// Take a read's texts as the first blocks, one after another (a
+    /// span's offset is its text's start, the lengths before it summed,
+    /// plus its offset there); before any push. Buffers the log owns wait
+    /// for the compressor as they are (see `compress`); the caller's bytes
+    /// come compressed already (`Taken::compressed`).
+    pub(super) fn adopt(&mut self, texts: Vec<Taken>) {
         self.idle = false;
         self.blocks = Vec::with_capacity(texts.len());
         self.bases = Vec::with_capacity(texts.len());
         let mut base = 0;
-        for text in texts {
-            // An empty buffer holds no text: skipping it moves no offset.
-            if text.is_empty() {
-                continue;
-            }
-            self.bases.push(base);
-            base += text.len();
-            self.blocks.push(Block::Shared(Arc::new(text)));
-        }
-    }
-
-    /// Take a read's texts as the first blocks (see `adopt_buffers`), before
-    /// any push: buffers the log owns wait for the compressor as they are;
-    /// the caller's bytes (borrowed) are compressed here and now, cut as
-    /// `compress` cuts, each borrowed text after the first on a thread of
-    /// its own (a long log's two halves: two threads), so no raw copy of
-    /// them is ever whole. Borrowed texts shorter than `COMPRESS_MIN_BYTES`
-    /// in all are copied instead, as the compressor would leave them.
-    pub(super) fn adopt(&mut self, texts: Vec<Cow<'_, str>>) {
-        let borrowed: usize = texts
-            .iter()
-            .filter(|t| matches!(t, Cow::Borrowed(_)))
-            .map(|t| t.len())
-            .sum();
-        if borrowed < COMPRESS_MIN_BYTES {
-            return self.adopt_buffers(texts.into_iter().map(Cow::into_owned).collect());
-        }
-        self.idle = false;
-        // Each text's base, and where a borrowed one is cut into pieces.
-        let mut at = 0;
-        let texts: Vec<(usize, Cow<'_, str>, Vec<usize>)> = texts
-            .into_iter()
-            .filter(|t| !t.is_empty())
-            .map(|text| {
-                let base = at;
-                at += text.len();
-                let cuts = match &text {
-                    Cow::Borrowed(b) => self.cuts(base, b.len()),
-                    Cow::Owned(_) => Vec::new(),
-                };
-                (base, text, cuts)
-            })
-            .collect();
-        let compress =
-            |(base, text, cuts): &(usize, Cow<'_, str>, Vec<usize>)| pieces(*base, text, cuts);
-        let borrowed: Vec<usize> = (0..texts.len())
-            .filter(|&k| matches!(texts[k].1, Cow::Borrowed(_)))
-            .collect();
-        let mut compressed: Vec<Option<Vec<(usize, Block)>>> = vec![None; texts.len()];
-        std::thread::scope(|scope| {
-            let later: Vec<_> = borrowed
-                .iter()
-                .skip(1)
-                .map(|&k| {
-                    let text = &texts[k];
-                    (k, scope.spawn(move || compress(text)))
-                })
-                .collect();
-            if let Some(&k) = borrowed.first() {
-                compressed[k] = Some(compress(&texts[k]));
-            }
-            for (k, thread) in later {
-                // A panicking thread is a bug; its text is then compressed here.
-                compressed[k] = Some(thread.join().unwrap_or_else(|_| compress(&texts[k])));
-            }
-        });
-        self.blocks = Vec::with_capacity(texts.len());
-        self.bases = Vec::with_capacity(texts.len());
-        for ((base, text, _), pieces) in texts.into_iter().zip(compressed) {
-            match pieces {
-                Some(pieces) => {
-                    for (b, block) in pieces {
+        for taken in texts {
+            match taken {
+                // An empty buffer holds no text: skipping it moves no offset.
+                Taken::Buffer(text) if text.is_empty() => {}
+                Taken::Buffer(text) => {
+                    self.bases.push(base);
+                    base += text.len();
+                    self.blocks.push(Block::Shared(Arc::new(text)));
+                }
+                Taken::Compressed(Pieces { len, pieces }) => {
+                    for (b, block) in pieces.into_iter().filter(|_| len > 0) {
                         self.bases.push(b);
                         self.blocks.push(block);
                     }
-                }
-                None => {
-                    self.bases.push(base);
-                    self.blocks.push(Block::Shared(Arc::new(text.into_owned())));
+                    base += len;
                 }
             }
         }
+    }
+
+    /// `adopt` of buffers the log owns.
+    pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
+        self.adopt(texts.into_iter().map(Taken::Buffer).collect());
     }
 
     /// Compress, on a helper thread, the blocks that wait for it (full
@@ -454,23 +395,16 @@ impl Texts {
         }
     }
 
-    /// Where to cut the block at `base` (of `len` bytes) into pieces of
-    /// about `BLOCK` bytes: its start, text starts, and its end (offsets in
-    /// the block). No text straddles a cut.
+    /// Where to cut the block at `base` (of `len` bytes): `cuts_at` the
+    /// starts of the texts that lie in it whole.
     fn cuts(&self, base: usize, len: usize) -> Vec<usize> {
-        let mut cuts = vec![0];
         let first = self.spans.partition_point(|&(s, _)| s < base);
-        for &(s, e) in &self.spans[first..] {
-            if s >= base + len {
-                break;
-            }
-            let last = cuts.last().copied().unwrap_or(0);
-            if s - base > last && s - base - last >= BLOCK && e <= base + len {
-                cuts.push(s - base);
-            }
-        }
-        cuts.push(len);
-        cuts
+        let starts = self.spans[first..]
+            .iter()
+            .take_while(|&&(s, _)| s < base + len)
+            .filter(|&&(_, e)| e <= base + len)
+            .map(|&(s, _)| s - base);
+        cuts_at(starts, len)
     }
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
@@ -488,6 +422,47 @@ impl Texts {
             _ => 0,
         }
     }
+}
+
+/// A read's text as the log takes it (`Texts::adopt`): a buffer it owns,
+/// or the caller's bytes, compressed in pieces as they are read so that no
+/// raw copy of them is ever whole.
+pub(super) enum Taken {
+    Buffer(String),
+    Compressed(Pieces),
+}
+
+/// A text's pieces (base, block), and its length as text.
+pub(super) struct Pieces {
+    len: usize,
+    pieces: Vec<(usize, Block)>,
+}
+
+impl Taken {
+    /// The caller's `text` (at offset `base` of the log's texts) in pieces
+    /// of about `BLOCK` bytes, cut only where one of its `lines` (spans in
+    /// it) starts, so no event's text straddles a cut.
+    pub(super) fn compressed(base: usize, text: &str, lines: &[(usize, usize)]) -> Taken {
+        let cuts = cuts_at(lines.iter().map(|&(s, _)| s), text.len());
+        Taken::Compressed(Pieces {
+            len: text.len(),
+            pieces: pieces(base, text, &cuts),
+        })
+    }
+}
+
+/// Where to cut `len` bytes into pieces of about `BLOCK` bytes: 0, some of
+/// `starts` (ascending offsets where a text starts), and `len`.
+fn cuts_at(starts: impl Iterator<Item = usize>, len: usize) -> Vec<usize> {
+    let mut cuts = vec![0];
+    for s in starts.take_while(|&s| s < len) {
+        let last = cuts.last().copied().unwrap_or(0);
+        if s > last && s - last >= BLOCK {
+            cuts.push(s);
+        }
+    }
+    cuts.push(len);
+    cuts
 }
 
 /// `text` (a block at `base`) cut at `cuts`, each piece LZ4-compressed when
@@ -663,56 +638,50 @@ mod tests {
     }
 
     #[test]
-    fn borrowed_texts_are_taken_compressed_and_owned_ones_wait_for_the_compressor() {
-        // JSONL-like buffers: a header line, then lines (multi-byte, CRLF
-        // endings); `kinds` says which buffer is the caller's (borrowed).
-        let build = |kinds: &[bool], lines: usize| {
-            let (mut texts, mut spans, mut want) = (Vec::new(), Vec::new(), Vec::new());
+    fn compressed_texts_are_taken_as_they_come_and_buffers_wait_for_the_compressor() {
+        // JSONL-like texts: a header line, then lines (multi-byte, CRLF
+        // endings, some longer than a block); `compressed` says which text
+        // comes compressed (the caller's bytes) and which as a buffer.
+        let build = |compressed: &[bool], lines: usize| {
+            let (mut taken, mut spans, mut want) = (Vec::new(), Vec::new(), Vec::new());
             let mut base = 0;
-            for (part, &borrowed) in kinds.iter().enumerate() {
+            for (part, &compress) in compressed.iter().enumerate() {
                 let mut buf = String::from("{\"header\":true}\n");
+                let mut lines_at = vec![(0, buf.len() - 1)];
                 for i in 0..lines {
+                    let pad = if i % 2_000 == 7 { BLOCK + 5 } else { i % 300 };
                     let line = format!(
                         "{{\"seq\":{i},\"part\":{part},\"t\":\"é{}\"}}",
-                        "ab".repeat(i % 300)
+                        "ab".repeat(pad)
                     );
-                    let start = base + buf.len();
+                    lines_at.push((buf.len(), buf.len() + line.len()));
+                    spans.push((base + buf.len(), base + buf.len() + line.len()));
                     buf.push_str(&line);
-                    spans.push((start, start + line.len()));
                     buf.push_str(if i % 11 == 0 { "\r\n" } else { "\n" });
                     want.push(line);
                 }
-                base += buf.len();
-                texts.push((borrowed, buf));
+                let len = buf.len();
+                taken.push(match compress {
+                    true => Taken::compressed(base, &buf, &lines_at),
+                    false => Taken::Buffer(buf),
+                });
+                base += len;
             }
-            (texts, spans, want)
-        };
-        let adopted = |texts: &[(bool, String)], spans: &[(usize, usize)]| {
             let mut t = Texts::default();
-            for &(s, e) in spans {
+            for (s, e) in spans {
                 t.push_span(s, e);
             }
-            t.adopt(
-                texts
-                    .iter()
-                    .map(|(borrowed, text)| match borrowed {
-                        true => Cow::Borrowed(text.as_str()),
-                        false => Cow::Owned(text.clone()),
-                    })
-                    .collect(),
-            );
-            t
+            t.adopt(taken);
+            (t, want)
         };
-        // Two borrowed halves (two threads) and an owned buffer after them.
-        let (texts, spans, mut want) = build(&[true, true, false], 6_000);
-        assert!(texts[0].1.len() + texts[1].1.len() >= COMPRESS_MIN_BYTES);
-        let mut t = adopted(&texts, &spans);
+        // Two compressed texts and a buffer after them.
+        let (mut t, mut want) = build(&[true, true, false], 6_000);
         let shared = t
             .blocks
             .iter()
             .filter(|b| matches!(b, Block::Shared(_)))
             .count();
-        assert_eq!(shared, 1, "only the owned buffer waits for the compressor");
+        assert_eq!(shared, 1, "only the buffer waits for the compressor");
         assert!(t.blocks.iter().all(|b| !matches!(b, Block::Raw(_))));
         let compressed = t
             .blocks
@@ -730,17 +699,26 @@ mod tests {
             visited(&t, 0, want.len()),
             want.iter().cloned().map(Some).collect::<Vec<_>>()
         );
-        // The caller's bytes alone: nothing is left for the compressor.
-        let (texts, spans, want) = build(&[true, true], 6_000);
-        let mut t = adopted(&texts, &spans);
+        // Compressed texts alone leave nothing for the compressor.
+        let (mut t, want) = build(&[true, true], 6_000);
         assert!(t.compress(0), "nothing waits");
         assert_eq!(all(&t), want);
-        // Under COMPRESS_MIN_BYTES the caller's bytes are copied, as read.
-        let (texts, spans, want) = build(&[true], 50);
-        let mut t = adopted(&texts, &spans);
-        assert!(matches!(t.blocks[..], [Block::Shared(_)]));
-        assert!(t.compress(COMPRESS_MIN_BYTES));
-        assert_eq!(all(&t), want);
+    }
+
+    #[test]
+    fn cuts_fall_only_where_a_text_starts_about_a_block_apart() {
+        let starts = [
+            0,
+            10,
+            BLOCK - 1,
+            BLOCK + 10,
+            BLOCK + 20,
+            3 * BLOCK,
+            5 * BLOCK,
+        ];
+        let cuts = cuts_at(starts.into_iter(), 4 * BLOCK);
+        assert_eq!(cuts, vec![0, BLOCK + 10, 3 * BLOCK, 4 * BLOCK]);
+        assert_eq!(cuts_at([0].into_iter(), 7), vec![0, 7]);
     }
 
     #[test]

@@ -72,7 +72,7 @@ const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// A piece of a JSONL log: the caller's bytes (read where they are; the
 /// log takes its texts compressed, so no raw copy of the log is ever whole:
-/// `Texts::adopt`) or a buffer the log keeps.
+/// `take`) or a buffer the log keeps.
 pub(crate) enum Piece<'a> {
     Borrow(&'a [u8]),
     Keep(Vec<u8>),
@@ -480,7 +480,7 @@ impl Log {
     }
 
     /// Parse a whole v0 JSONL log: the caller's bytes, read where they
-    /// are and taken compressed (`Texts::adopt`), two halves on two threads
+    /// are and taken compressed (`take`), two halves on two threads
     /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
         Log::read_pieces(borrowed_halves(bytes), Helper::Awaited, None).map_err(|(e, _)| e)

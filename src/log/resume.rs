@@ -97,7 +97,7 @@ impl JsonlReading {
     }
 
     /// A reading of the caller's whole log, read where it is (its texts
-    /// taken compressed, no copy of it made: `Texts::adopt`) by a thread of
+    /// taken compressed, no copy of it made: `read.rs::take`) by a thread of
     /// its own, which hands `bytes` back to the thread that calls `finish`;
     /// a log shorter than one piece is read now, on this thread.
     pub fn of_owner(bytes: Owner, lift_min: usize) -> JsonlReading {
@@ -511,6 +511,47 @@ mod tests {
         assert!(!batches.is_empty());
         let err = log.err().map(|e| (e.line().unwrap_or(0), e.code()));
         assert_eq!(err, Some((802, "CORRUPT_LOG")));
+    }
+
+    #[test]
+    fn a_lent_log_is_read_where_it_is_as_a_pushed_one_and_given_back_once_read() {
+        // Longer than a piece (1 MiB): read on threads, taken compressed.
+        let mut text = HEADER.to_string() + "\n";
+        for seq in 0..12_000 {
+            text.push_str(&user(seq, r#""append""#, ""));
+            text.push('\n');
+        }
+        assert!(text.len() > PIECE_BYTES);
+        let pushed = read_all(text.as_bytes());
+        let mut reading =
+            JsonlReading::of_owner(Box::new(text.clone().into_bytes()), crate::log::LIFT_MIN);
+        let mut batches = Vec::new();
+        while let Some(b) = reading.next_batch() {
+            batches.push(b);
+        }
+        let mut lent = reading
+            .finish()
+            .map_err(|e| e.code())
+            .expect("the log reads");
+        let seqs = |bs: &[PayloadBatch]| bs.iter().flat_map(|b| b.seqs.clone()).collect::<Vec<_>>();
+        assert_eq!(seqs(&batches), seqs(&pushed.0));
+        let mut pushed = pushed.1.map_err(|e| e.code()).expect("the log reads");
+        assert_eq!(lent.to_jsonl().ok(), Some(text.clone()));
+        assert_eq!(pushed.to_jsonl().ok(), Some(text.clone()));
+        assert!(
+            lent.texts_mut().compress(0),
+            "nothing waits for the compressor"
+        );
+        assert!(!pushed.texts_mut().compress(0), "the pushed pieces wait");
+        // A defect is named by its line; a short log is read at once.
+        let bad = text.replacen("\"seq\":7000,", "\"seq\":7000", 1);
+        let mut reading = JsonlReading::of_owner(Box::new(bad.into_bytes()), crate::log::LIFT_MIN);
+        while reading.next_batch().is_some() {}
+        assert_eq!(reading.finish().err().and_then(|e| e.line()), Some(7002));
+        let mut reading =
+            JsonlReading::of_owner(Box::new(compacted(20).into_bytes()), crate::log::LIFT_MIN);
+        assert!(reading.next_batch().is_none());
+        assert_eq!(reading.finish().map(|l| l.len()).ok(), Some(80));
     }
 
     #[test]

@@ -500,6 +500,25 @@ mod tests {
         out
     }
 
+    /// How many of `t`'s blocks are of the kind `is` says.
+    fn blocks(t: &Texts, is: fn(&Block) -> bool) -> usize {
+        t.blocks.iter().filter(|b| is(b)).count()
+    }
+
+    /// Every read path gives `want` back, before and after a push.
+    fn reads_back(t: &mut Texts, mut want: Vec<String>) {
+        assert_eq!(all(t), want);
+        for i in (0..want.len()).rev().step_by(13) {
+            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
+        }
+        t.push("after");
+        want.push("after".into());
+        assert_eq!(
+            visited(t, 0, want.len()),
+            want.iter().cloned().map(Some).collect::<Vec<_>>()
+        );
+    }
+
     /// Run the compressor until nothing is left (it never waits itself).
     fn compress_all(t: &mut Texts, min_bytes: usize) {
         let mut spins = 0;
@@ -612,23 +631,10 @@ mod tests {
         assert_eq!(all(&t), want);
         compress_all(&mut t, 1 << 20);
         assert!(t.compress(1 << 20), "done stays done");
-        assert!(t.blocks.iter().all(|b| !matches!(b, Block::Shared(_))));
-        let pieces = t
-            .blocks
-            .iter()
-            .filter(|b| matches!(b, Block::Lz4 { .. }))
-            .count();
+        assert_eq!(blocks(&t, |b| matches!(b, Block::Shared(_))), 0);
+        let pieces = blocks(&t, |b| matches!(b, Block::Lz4 { .. }));
         assert!(pieces > 10, "{pieces} pieces");
-        assert_eq!(all(&t), want);
-        for i in (0..want.len()).rev().step_by(13) {
-            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
-        }
-        t.push("after");
-        want.push("after".into());
-        assert_eq!(
-            visited(&t, 0, want.len()),
-            want.iter().cloned().map(Some).collect::<Vec<_>>()
-        );
+        reads_back(&mut t, want);
         // A short adopted log stays as read (under the threshold).
         let mut small = Texts::default();
         small.push_span(0, 2);
@@ -675,30 +681,13 @@ mod tests {
             (t, want)
         };
         // Two compressed texts and a buffer after them.
-        let (mut t, mut want) = build(&[true, true, false], 6_000);
-        let shared = t
-            .blocks
-            .iter()
-            .filter(|b| matches!(b, Block::Shared(_)))
-            .count();
+        let (mut t, want) = build(&[true, true, false], 6_000);
+        let shared = blocks(&t, |b| matches!(b, Block::Shared(_)));
         assert_eq!(shared, 1, "only the buffer waits for the compressor");
-        assert!(t.blocks.iter().all(|b| !matches!(b, Block::Raw(_))));
-        let compressed = t
-            .blocks
-            .iter()
-            .filter(|b| matches!(b, Block::Lz4 { .. }))
-            .count();
-        assert!(compressed > 10, "{compressed} pieces");
-        assert_eq!(all(&t), want);
-        for i in (0..want.len()).rev().step_by(17) {
-            assert_eq!(t.get(i).ok().as_deref(), Some(want[i].as_str()), "text {i}");
-        }
-        t.push("after");
-        want.push("after".into());
-        assert_eq!(
-            visited(&t, 0, want.len()),
-            want.iter().cloned().map(Some).collect::<Vec<_>>()
-        );
+        assert_eq!(blocks(&t, |b| matches!(b, Block::Raw(_))), 0);
+        let pieces = blocks(&t, |b| matches!(b, Block::Lz4 { .. }));
+        assert!(pieces > 10, "{pieces} pieces");
+        reads_back(&mut t, want);
         // Compressed texts alone leave nothing for the compressor.
         let (mut t, want) = build(&[true, true], 6_000);
         assert!(t.compress(0), "nothing waits");

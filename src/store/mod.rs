@@ -503,13 +503,15 @@ impl<B: Backend> Store<B> {
     /// lease (`SESSION_IN_USE` when another store holds it) and, unless
     /// what the store knows was read under it and nothing failed since,
     /// read the log again under it (`mode`: `Repair` for an append with no
-    /// live writer, `Continue` when one may still continue its turn).
+    /// live writer, `Continue` when one may still continue its turn). The
+    /// log read again, if it was, comes back: under the lease it is what
+    /// storage holds, so a flush compares against it without reading twice.
     fn become_writer(
         &self,
         key: &Key,
         slot: &mut Option<Tracked<B::Handle>>,
         mode: LoadMode,
-    ) -> CoreResult<()> {
+    ) -> CoreResult<Option<Log>> {
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
@@ -517,7 +519,7 @@ impl<B: Backend> Store<B> {
             t.lease = self.take_lease(key)?;
         }
         if t.authoritative {
-            return Ok(());
+            return Ok(None);
         }
         match self.refresh(key, t, mode) {
             Err(e) if e.kind() == Code::NotFound => {
@@ -532,11 +534,17 @@ impl<B: Backend> Store<B> {
     /// the store verified stays its owner only if storage still holds what
     /// was verified (at least as many events, the last one verified
     /// unchanged): otherwise a flush proves the history again from seq 0.
-    fn refresh(&self, key: &Key, t: &mut Tracked<B::Handle>, mode: LoadMode) -> CoreResult<()> {
+    /// Returns the log read, if one is stored.
+    fn refresh(
+        &self,
+        key: &Key,
+        t: &mut Tracked<B::Handle>,
+        mode: LoadMode,
+    ) -> CoreResult<Option<Log>> {
         if !t.materialized && !self.backend.exists(key)? {
             // Nothing stored yet: the first write never overwrites a log.
             t.authoritative = true;
-            return Ok(());
+            return Ok(None);
         }
         // Through the handle the store has: a backend refuses a log that is
         // not the one it had (`LOG_REPLACED`).
@@ -565,27 +573,40 @@ impl<B: Backend> Store<B> {
         t.next_seq = stored;
         t.surface = Some(loaded.log.surface_at(loaded.stored)?);
         t.authoritative = true;
-        Ok(())
+        Ok(Some(loaded.log))
     }
 
     /// Check that storage holds the session's own events `from..stored`
-    /// (the caller holds the lease, so nothing changes meanwhile).
-    fn compare(&self, key: &Key, texts: &SessionTexts, from: u64, stored: u64) -> CoreResult<()> {
-        let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
-        if loaded.stored as u64 != stored {
-            return Err(CoreError::new(Code::SeqMismatch, format!(
-                "flush of session {}: storage holds {} events where this store read {stored}; nothing was written",
-                crate::json::quote(&key.id),
-                loaded.stored
-            )));
-        }
+    /// (the caller holds the lease, so nothing changes meanwhile): in
+    /// `read`, the log the lease's refresh just read, or read now.
+    fn compare(
+        &self,
+        key: &Key,
+        texts: &SessionTexts,
+        (from, stored): (u64, u64),
+        read: Option<Log>,
+    ) -> CoreResult<()> {
+        let log = match read {
+            Some(log) => log,
+            None => {
+                let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
+                if loaded.stored as u64 != stored {
+                    return Err(CoreError::new(Code::SeqMismatch, format!(
+                        "flush of session {}: storage holds {} events where this store read {stored}; nothing was written",
+                        crate::json::quote(&key.id),
+                        loaded.stored
+                    )));
+                }
+                loaded.log
+            }
+        };
         let mut differs = None;
         let mut failed = None;
         texts.visit(from, stored, |seq, text| {
             if differs.is_some() || failed.is_some() {
                 return;
             }
-            match loaded.log.text(seq as usize) {
+            match log.text(seq as usize) {
                 Ok(held) if same_event(&held, text) => {}
                 Ok(_) => differs = Some(seq),
                 Err(e) => failed = Some(e),
@@ -924,7 +945,7 @@ impl<B: Backend> SessionStore for Store<B> {
             t.authoritative = false;
             *slot = Some(t);
         }
-        self.become_writer(key, &mut slot, LoadMode::Continue)?;
+        let read = self.become_writer(key, &mut slot, LoadMode::Continue)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
@@ -947,7 +968,7 @@ impl<B: Backend> SessionStore for Store<B> {
             ));
         }
         if from < stored {
-            self.compare(key, &f.texts, from, stored)?;
+            self.compare(key, &f.texts, (from, stored), read)?;
         }
         if stored == 0 {
             t.verified_last = None;

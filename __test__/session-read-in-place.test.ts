@@ -3,6 +3,7 @@
 // copied, and the Buffer is let go before fromJsonl returns. Whatever the
 // caller then does with its Buffer, the session is the log it was given
 // (SPEC 11: what is read is what was written; the log is the session's own).
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { Session } from '../index.js'
 import { catchError, text, USER } from './spec-helpers.js'
@@ -88,5 +89,33 @@ describe('Session.fromJsonl(Buffer) reads the caller bytes where they are', () =
     const fromString = Session.fromJsonl(LONG)
     expect(s.fork(1535, 'child').events).toEqual(fromString.fork(1535, 'child').events)
     expect(s.fork(undefined, 'child').deriveMessages()).toEqual(fromString.fork(undefined, 'child').deriveMessages())
+  })
+
+  it('property: a Buffer read in place is the session its string reads as, whatever its lines and wherever its halves meet', () => {
+    // Around 1 MiB (the in-place read's two halves; under it, a copy), user
+    // messages of any text, some lines ending in CRLF, a pad of any length
+    // so the halves meet anywhere.
+    const message = fc.record({ text: fc.string({ unit: 'grapheme', maxLength: 40 }), crlf: fc.boolean() })
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1, maxLength: 40 }), fc.integer({ min: 1_040_000, max: 1_200_000 }), (messages, padBytes) => {
+        const head = JSON.stringify({ type: 'session', version: 0, id: 'p', createdAt: 1 })
+        const pad = JSON.stringify({ type: 'plugin/pad', seq: 0, time: 1, data: { pad: 'é'.repeat(padBytes >> 1) } })
+        const lines = [head, pad]
+        messages.forEach(({ text: t, crlf }, i) => {
+          const event = { type: 'user/message', seq: i + 1, time: 2, data: { content: text(t), source: USER }, surfaceOp: 'append' }
+          lines.push(JSON.stringify(event) + (crlf ? '\r' : ''))
+        })
+        const log = `${lines.join('\n')}\n`
+        const fromString = Session.fromJsonl(log)
+        const bytes = Buffer.from(log, 'utf8')
+        const inPlace = Session.fromJsonl(bytes)
+        bytes.fill(0x7b)
+        expect(inPlace.toJsonl()).toBe(fromString.toJsonl())
+        expect(inPlace.deriveMessages()).toEqual(fromString.deriveMessages())
+        expect(inPlace.events).toEqual(fromString.events)
+        expect(inPlace.deriveMessages()).toHaveLength(messages.length)
+      }),
+      { numRuns: 30 },
+    )
   })
 })

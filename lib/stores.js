@@ -9,7 +9,7 @@
 // results cross as JSON text or as a native session.
 
 const path = require('node:path')
-const { NativeStore } = require('../binding.js')
+const { NativeStore, PayloadChannel } = require('../binding.js')
 const { fail, callerFrames, withFrames } = require('./errors.js')
 
 // The session core these stores work with. index.js hands over its own
@@ -164,16 +164,25 @@ class SessionStoreBase {
   /**
    * The same load, straight into a `Session` (events stay native until
    * read). It resolves once the payloads the first `deriveMessages()` reads
-   * are parsed, a run of them (256 KiB of text, or one longer payload) per
-   * event-loop turn (`internal.warm`).
+   * are parsed: while the log loads off this thread, the payloads of the
+   * events that enter its surface arrive in batches (about 60 KB each, one
+   * per event-loop turn) and are parsed here; the rest after the load, a
+   * run of them (256 KiB of text, or one longer payload) per turn
+   * (`internal.warm`).
    */
   open(id) {
     return this.#start(() => {
       checkId(id)
       const { internal } = core()
       return this.#chain(id, async () => {
-        const session = internal.wrapNative(await this.#native.open(id))
-        await internal.warm(session)
+        const channel = new PayloadChannel(internal.liftMin)
+        const opening = this.#native.open(id, channel)
+        // Its failure is awaited below; the batches may stop before it.
+        opening.catch(() => {})
+        const parsed = new Map()
+        for (let batch = await channel.next(); batch !== null; batch = await channel.next()) internal.takeBatch(batch, parsed)
+        const session = internal.wrapNative(await opening)
+        await internal.warm(session, parsed)
         return session
       })
     })

@@ -718,6 +718,7 @@ class Session {
     /** The longest string `toJsonl()` makes (V8's limit; tests lower it). */
     internal.stringLimit = 0x1fffffe8
     internal.wrapNative = (native) => new Session(INTERNAL, native)
+    internal.takeBatch = takeBatch
     /**
      * Derive the messages of the surface a run of payloads at a time,
      * yielding to the event loop between runs: a store's `open` runs this
@@ -726,11 +727,13 @@ class Session {
      * payload) is read on the libuv pool, its long strings decoded there,
      * while this thread parses the run before it.
      */
-    internal.warm = async (session) => {
+    internal.warm = async (session, parsed) => {
       const nodes = session.#nodes
       const native = session.#native
       const payloads = session.#payloads
       const from = session.#objsFrom
+      // What the load handed over and is still on the surface.
+      if (parsed !== undefined && parsed.size > 0) session.#materialize(nodes, parsed)
       const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
       const read = (run) => {
         const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))

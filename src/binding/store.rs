@@ -5,11 +5,12 @@
 //! code. Only
 //! `cursor` and `locate` (no I/O) run on the main thread.
 
+use super::payloads::{lift_bound, BatchOut};
 use super::session::{new_token, FlushSource, NativeSession};
 use super::threads;
 use super::{call, guarded, js_error};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::Log;
+use crate::log::{Handing, Log, PayloadBatch};
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
@@ -19,7 +20,7 @@ use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 
 /// One store operation: `work` runs on the libuv pool, `convert` on the
 /// main thread.
@@ -301,16 +302,35 @@ impl NativeStore {
     /// Repair-load a stored session straight into a native session; when
     /// the load is the writer's, the store knows that session's log is the
     /// stored log (its first flush writes only what it appends).
+    /// While it loads, the payloads of the events that enter the surface
+    /// go to `channel` in batches (`log::Handing`, as `fromJsonl` hands
+    /// them), for JS to parse meanwhile.
     #[napi(ts_return_type = "Promise<NativeSession>")]
-    pub fn open(&self, id: String) -> StorePromise<(Log, u64), NativeSession> {
+    pub fn open(
+        &self,
+        id: String,
+        channel: &PayloadChannel,
+    ) -> StorePromise<(Log, u64), NativeSession> {
         let store = self.store.clone();
+        let send = lock(&channel.send).take();
+        let lift_min = channel.lift_min;
         task(
             self.own_threads,
             |(log, token)| NativeSession::with_token(log, token),
             move || {
                 let key = key(id);
                 let token = new_token();
-                let log = at_low_priority(&key, || store.open(&key, token))?;
+                let log = at_low_priority(&key, || {
+                    let Some(send) = send else {
+                        return store.open(&key, token, None);
+                    };
+                    let mut handing = Handing::new(send, lift_min);
+                    let mut observe =
+                        |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
+                    let log = store.open(&key, token, Some(&mut observe))?;
+                    handing.flush();
+                    Ok(log)
+                })?;
                 Ok((log, token))
             },
         )
@@ -404,5 +424,56 @@ impl NativeStore {
             store.close();
             Ok(())
         })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Payloads a store's `open` hands to JS while it loads: JS makes a
+/// channel, passes it to `open` (which takes its sending end) and takes its
+/// batches with `next()` until null, the load's end.
+#[napi]
+pub struct PayloadChannel {
+    lift_min: usize,
+    send: Mutex<Option<mpsc::Sender<PayloadBatch>>>,
+    receive: Arc<Mutex<mpsc::Receiver<PayloadBatch>>>,
+}
+
+#[napi]
+impl PayloadChannel {
+    /// A channel whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
+    /// tests lift short strings).
+    #[napi(constructor)]
+    pub fn new(lift_min: Option<u32>) -> Self {
+        let (send, receive) = mpsc::channel();
+        PayloadChannel {
+            lift_min: lift_bound(lift_min),
+            send: Mutex::new(Some(send)),
+            receive: Arc::new(Mutex::new(receive)),
+        }
+    }
+
+    /// The next batch, waited for on the libuv pool: `{ seqs, json, holes }`
+    /// (see `payloadsLifted`), or null once the load that fed the channel
+    /// is over (at once if no `open` took it).
+    #[napi(
+        ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] } | null>"
+    )]
+    pub fn next(&self) -> StorePromise<Option<PayloadBatch>, Option<BatchOut>> {
+        let receive = self.receive.clone();
+        let taken = lock(&self.send).is_none();
+        task(
+            false,
+            |batch| batch.map(BatchOut::from),
+            move || {
+                Ok(if taken {
+                    lock(&receive).recv().ok()
+                } else {
+                    None
+                })
+            },
+        )
     }
 }

@@ -26,8 +26,8 @@ mod texts;
 pub use lift::{Step, LIFT_MIN};
 pub use project::{payloads, write_jsonl, PayloadBatch};
 pub use read::Helper;
-pub(crate) use read::Part;
-pub use resume::JsonlReading;
+pub(crate) use read::{Observe, Part};
+pub use resume::{Handing, JsonlReading};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 // Helper-thread priorities moved to their own module; the stores name them here.
 pub use crate::priority::at_low_priority;
@@ -399,7 +399,7 @@ mod tests {
                     spans,
                 })
                 .collect();
-            Log::from_parts(header.clone(), parts, &|_, _, _, _| true)
+            Log::from_parts(header.clone(), parts, &|_, _, _, _| true, None)
                 .map_err(|(index, _, texts)| (index, texts.len()))
         };
         let one = read(&[&lines]).expect("one part");

@@ -487,13 +487,17 @@ impl Log {
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
-    /// buffer comes back with the error.
-    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
+    /// buffer comes back with the error. `observe` is told of each event
+    /// once folded (a store's `open` hands payloads to JS meanwhile).
+    pub fn from_jsonl_vec(
+        bytes: Vec<u8>,
+        observe: Observe<'_>,
+    ) -> Result<Log, (CoreError, Vec<u8>)> {
         if let Err(e) = std::str::from_utf8(&bytes) {
             let line = newlines(&bytes[..e.valid_up_to()]) + 1;
             return Err((invalid_utf8(line), bytes));
         }
-        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background, None)
+        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background, observe)
             .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
     }
 
@@ -651,8 +655,9 @@ impl Log {
         header: SessionHeader,
         parts: Vec<Part<'_>>,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
+        observe: Observe<'_>,
     ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
-        Log::from_parts_with(header, parts, verify, Helper::Background, None)
+        Log::from_parts_with(header, parts, verify, Helper::Background, observe)
     }
 
     /// `from_parts`, its helper thread run as `helper` says, `observe`
@@ -786,7 +791,7 @@ mod tests {
     #[test]
     fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
         for (bytes, defect) in cases_with_defects() {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone(), None).map_err(|(e, _)| e));
             match (&whole, defect) {
                 (Ok(_), None) => {}
                 (Err((line, message)), Some((at, fragment))) => {
@@ -816,7 +821,7 @@ mod tests {
         // compressor, while a kept buffer does.
         let mut borrowed = Log::from_jsonl(&long).expect("a long log reads");
         assert!(borrowed.texts_mut().compress(0), "nothing waits");
-        let mut kept = Log::from_jsonl_vec(long.clone()).expect("a long log reads");
+        let mut kept = Log::from_jsonl_vec(long.clone(), None).expect("a long log reads");
         assert!(!kept.texts_mut().compress(0), "the kept buffer waits");
         let mut cases = cases();
         let mut bad = long.clone();
@@ -824,7 +829,7 @@ mod tests {
         bad[at] = b'{';
         cases.extend([long, bad]);
         for bytes in cases {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone(), None).map_err(|(e, _)| e));
             assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
             let copied = match halves(&bytes) {
                 Some((a, b)) => vec![a.to_vec(), b.to_vec()],

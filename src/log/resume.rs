@@ -285,7 +285,7 @@ fn read_rest<'a>(
 }
 
 /// The hand-over of surface payloads in batches (see the module comment).
-struct Handing {
+pub struct Handing {
     send: mpsc::Sender<PayloadBatch>,
     batch: PayloadBatch,
     sent: usize,
@@ -295,7 +295,7 @@ struct Handing {
 }
 
 impl Handing {
-    fn new(send: mpsc::Sender<PayloadBatch>, lift_min: usize) -> Handing {
+    pub fn new(send: mpsc::Sender<PayloadBatch>, lift_min: usize) -> Handing {
         Handing {
             send,
             batch: PayloadBatch::default(),
@@ -307,7 +307,7 @@ impl Handing {
     }
 
     /// An event was folded: hand its payload over if it entered the surface.
-    fn observe(&mut self, log: &Log, seq: usize, data: &str) {
+    pub fn observe(&mut self, log: &Log, seq: usize, data: &str) {
         let Some(meta) = log.metas.get(seq) else {
             return;
         };
@@ -337,7 +337,7 @@ impl Handing {
     }
 
     /// Hand the batch over.
-    fn flush(&mut self) {
+    pub fn flush(&mut self) {
         if self.batch.seqs.is_empty() {
             return;
         }

@@ -12,7 +12,7 @@
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::Log;
+use crate::log::{Log, Observe};
 use crate::session_header::SessionHeader;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -347,12 +347,16 @@ pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64
 /// `repair_bytes` of a buffer the log may keep: a log whose every line is a
 /// complete, valid event (no torn or blank line) is read by the session
 /// core's parallel reader without copying its text.
-pub fn repair_vec(bytes: Vec<u8>, id: Option<&str>) -> CoreResult<(Repaired, u64, usize)> {
+pub fn repair_vec(
+    bytes: Vec<u8>,
+    id: Option<&str>,
+    observe: Observe<'_>,
+) -> CoreResult<(Repaired, u64, usize)> {
     if !ends_with_event(&bytes) {
         return repair_lines(&bytes, id);
     }
     let len = bytes.len();
-    match Log::from_jsonl_vec(bytes) {
+    match Log::from_jsonl_vec(bytes, observe) {
         Ok(log) => whole(log, len, id),
         Err((_, bytes)) => repair_lines(&bytes, id),
     }
@@ -535,6 +539,7 @@ impl Backend for JsonlBackend {
         key: &Key,
         handle: &mut JsonlHandle,
         mode: LoadMode,
+        observe: Observe<'_>,
     ) -> CoreResult<Option<Loaded>> {
         let Some(path) = self.find(key)? else {
             return Ok(None);
@@ -560,7 +565,7 @@ impl Backend for JsonlBackend {
         file.read_to_end(&mut bytes)
             .map_err(|e| CoreError::io("cannot read session log", &path, e))?;
         let mut len = bytes.len() as u64;
-        let (repaired, committed, _) = repair_vec(bytes, Some(&key.id))?;
+        let (repaired, committed, _) = repair_vec(bytes, Some(&key.id), observe)?;
         let stored = match mode {
             LoadMode::Read => repaired.preserved,
             LoadMode::Repair => {

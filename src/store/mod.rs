@@ -22,7 +22,7 @@ pub mod sqlite;
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
-use crate::log::{Log, Texts};
+use crate::log::{Log, Observe, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Refused};
@@ -173,11 +173,15 @@ pub trait Backend: Send + Sync + 'static {
     /// says. `None` when nothing is stored. A failed load changes nothing.
     /// A handle that already names a log (a store reading again what it
     /// wrote) refuses another one found in its place (`LOG_REPLACED`).
+    /// `observe` is told of each event the fast path folds (an `open`
+    /// hands payloads to JS meanwhile; a log read record by record tells
+    /// it nothing).
     fn load(
         &self,
         key: &Key,
         handle: &mut Self::Handle,
         mode: LoadMode,
+        observe: Observe<'_>,
     ) -> CoreResult<Option<Loaded>>;
     /// Create the log with its header and first batch, atomically and durably;
     /// never overwrites a stored log.
@@ -283,7 +287,8 @@ pub trait SessionStore: Send + Sync {
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log>;
     /// `load`, for a session object with `token`: when the load is the
     /// writer's, the store knows that object's log is the stored log.
-    fn open(&self, key: &Key, token: u64) -> CoreResult<Log>;
+    /// `observe`: as `Backend::load`.
+    fn open(&self, key: &Key, token: u64, observe: Observe<'_>) -> CoreResult<Log>;
     /// Where a flush of the session object `token` starts: the stored
     /// length when the store knows its log is that object's prefix.
     fn cursor(&self, id: &str, token: u64) -> Option<u64>;
@@ -430,7 +435,7 @@ impl<B: Backend> Store<B> {
     /// The stored log read as a reader: nothing written, nothing tracked.
     fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
         let mut handle = B::Handle::default();
-        self.backend.load(key, &mut handle, LoadMode::Read)
+        self.backend.load(key, &mut handle, LoadMode::Read, None)
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
@@ -438,7 +443,13 @@ impl<B: Backend> Store<B> {
     /// load is a reader's (SPEC 11.1: a read never wedges a writer);
     /// otherwise it repairs durably when it can take the lease, and the
     /// store adopts what it read.
-    fn load_as(&self, key: &Key, writer: bool, token: Option<u64>) -> CoreResult<Log> {
+    fn load_as(
+        &self,
+        key: &Key,
+        writer: bool,
+        token: Option<u64>,
+        observe: Observe<'_>,
+    ) -> CoreResult<Log> {
         self.check_open()?;
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
@@ -470,7 +481,7 @@ impl<B: Backend> Store<B> {
             LoadMode::Read
         };
         let mut handle = B::Handle::default();
-        let loaded = match self.backend.load(key, &mut handle, mode) {
+        let loaded = match self.backend.load(key, &mut handle, mode, observe) {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -550,7 +561,7 @@ impl<B: Backend> Store<B> {
         // not the one it had (`LOG_REPLACED`).
         let loaded = self
             .backend
-            .load(key, &mut t.handle, mode)?
+            .load(key, &mut t.handle, mode, None)?
             .ok_or_else(|| not_found(&key.id))?;
         if let Some(refused) = self.backend.refusal(&t.handle) {
             return Err(refused);
@@ -879,7 +890,10 @@ impl<B: Backend> SessionStore for Store<B> {
         if slot.is_none() {
             let lease = self.take_lease(key)?;
             let mut handle = B::Handle::default();
-            let Some(loaded) = self.backend.load(key, &mut handle, LoadMode::Repair)? else {
+            let Some(loaded) = self
+                .backend
+                .load(key, &mut handle, LoadMode::Repair, None)?
+            else {
                 return Err(not_found(&key.id));
             };
             let authoritative = self.backend.refusal(&handle).is_none();
@@ -918,11 +932,11 @@ impl<B: Backend> SessionStore for Store<B> {
     }
 
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log> {
-        self.load_as(key, writer, None)
+        self.load_as(key, writer, None, None)
     }
 
-    fn open(&self, key: &Key, token: u64) -> CoreResult<Log> {
-        self.load_as(key, false, Some(token))
+    fn open(&self, key: &Key, token: u64, observe: Observe<'_>) -> CoreResult<Log> {
+        self.load_as(key, false, Some(token), observe)
     }
 
     fn cursor(&self, id: &str, token: u64) -> Option<u64> {

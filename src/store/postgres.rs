@@ -21,6 +21,7 @@ use super::load::{self, Place, Repaired};
 use super::rows::{columns, complete_spliced, header_of, values_text, Cell, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
+use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use schema::{schema_sql, schema_tables_sql, Found, TABLES};
@@ -420,7 +421,7 @@ impl PostgresBackend {
     /// has; `None` when it is not stored. Writes nothing.
     pub fn read_log(&self, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
         check_id(id)?;
-        self.tx_then(|tx| self.read(tx, id), false)
+        self.tx_then(|tx| self.read(tx, id, None), false)
     }
 
     /// How long the client waits for the answer to one statement.
@@ -835,7 +836,12 @@ impl PostgresBackend {
     }
 
     /// Read session `id` and repair it in memory; `None` when not stored.
-    fn read(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
+    fn read(
+        &self,
+        tx: &mut Tx<'_>,
+        id: &str,
+        observe: Observe<'_>,
+    ) -> CoreResult<Option<(Repaired, usize)>> {
         let Some(header) = self.header(tx, id)? else {
             return Ok(None);
         };
@@ -857,7 +863,9 @@ impl PostgresBackend {
         for row in &rows {
             spliced.push(values(row));
         }
-        if let Some(repaired) = complete_spliced(id, &header, std::slice::from_mut(&mut spliced))? {
+        if let Some(repaired) =
+            complete_spliced(id, &header, std::slice::from_mut(&mut spliced), observe)?
+        {
             return Ok(Some((repaired, rows.len())));
         }
         drop(spliced);
@@ -1172,13 +1180,19 @@ impl Backend for PostgresBackend {
     /// Whether a `Repair` or `Continue` load writes depends on the lease
     /// row it takes (there is no lock file): when another store holds it,
     /// the load is a reader's and `refusal` says why.
-    fn load(&self, key: &Key, handle: &mut PgHandle, mode: LoadMode) -> CoreResult<Option<Loaded>> {
+    fn load(
+        &self,
+        key: &Key,
+        handle: &mut PgHandle,
+        mode: LoadMode,
+        observe: Observe<'_>,
+    ) -> CoreResult<Option<Loaded>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let read_only = |this: &Self| {
             this.tx_then(
                 |tx| {
-                    Ok(this.read(tx, id)?.map(|(r, _)| Loaded {
+                    Ok(this.read(tx, id, None)?.map(|(r, _)| Loaded {
                         stored: r.preserved,
                         log: r.log,
                     }))
@@ -1202,7 +1216,7 @@ impl Backend for PostgresBackend {
                 Err(e) if e.kind() == Code::SessionInUse => return Ok(Some(Err(e))),
                 Err(e) => return Err(e),
             };
-            let Some((repaired, _)) = self.read(tx, id)? else {
+            let Some((repaired, _)) = self.read(tx, id, observe)? else {
                 return Ok(None);
             };
             if repaired.torn {

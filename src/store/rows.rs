@@ -7,7 +7,7 @@
 use super::load::{self, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
-use crate::log::{Log, Part};
+use crate::log::{Log, Observe, Part};
 use crate::session_header::SessionHeader;
 use serde_json::{Map, Value};
 
@@ -309,6 +309,7 @@ pub(crate) fn complete_spliced(
     id: &str,
     header: &SessionHeader,
     spliced: &mut [SplicedRows],
+    observe: Observe<'_>,
 ) -> CoreResult<Option<Repaired>> {
     if !spliced.iter().all(|p| p.whole) {
         return Ok(None);
@@ -336,7 +337,7 @@ pub(crate) fn complete_spliced(
                     && is_column(text, c.surface_op, e.surface_op)
             })
     };
-    match Log::from_parts(header.clone(), parts, &verify) {
+    match Log::from_parts(header.clone(), parts, &verify, observe) {
         Ok(log) => load::complete(id, log).map(Some),
         Err(_) => Ok(None),
     }

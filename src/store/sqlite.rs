@@ -6,6 +6,7 @@ use super::load::{self, Place, Repaired};
 use super::rows::{columns, complete_spliced, header_of, values_text, Cell, Columns, SplicedRows};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
+use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
@@ -258,8 +259,9 @@ pub fn read_session(
     conn: &Connection,
     path: &str,
     id: &str,
+    observe: Observe<'_>,
 ) -> CoreResult<Option<(Repaired, usize)>> {
-    read_session_with(conn, path, id, false)
+    read_session_with(conn, path, id, false, observe)
 }
 
 /// `read_session`; `parallel`: the caller holds the database's write lock
@@ -269,13 +271,14 @@ fn read_session_with(
     path: &str,
     id: &str,
     parallel: bool,
+    observe: Observe<'_>,
 ) -> CoreResult<Option<(Repaired, usize)>> {
     let Some(header) = read_header(conn, path, id)? else {
         return Ok(None);
     };
     let mut spliced = splice_session(conn, path, id, parallel)?;
     let rows = spliced.iter().map(|p| p.rows).sum();
-    if let Some(repaired) = complete_spliced(id, &header, &mut spliced)? {
+    if let Some(repaired) = complete_spliced(id, &header, &mut spliced, observe)? {
         return Ok(Some((repaired, rows)));
     }
     // Free what the read held before the row-by-row one.
@@ -590,13 +593,19 @@ impl Backend for SqliteBackend {
         Some(dir.join(super::lease::hashed_name(&key.id)))
     }
 
-    fn load(&self, key: &Key, _handle: &mut (), mode: LoadMode) -> CoreResult<Option<Loaded>> {
+    fn load(
+        &self,
+        key: &Key,
+        _handle: &mut (),
+        mode: LoadMode,
+        observe: Observe<'_>,
+    ) -> CoreResult<Option<Loaded>> {
         let id = key.id.as_str();
         if mode == LoadMode::Read {
             // A reader: one consistent snapshot, the repair in memory only.
             return self.with(|conn| {
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
-                let read = read_session(&tx, &self.path, id);
+                let read = read_session(&tx, &self.path, id, observe);
                 drop(tx);
                 Ok(read?.map(|(repaired, _)| Loaded {
                     stored: repaired.preserved,
@@ -609,7 +618,8 @@ impl Backend for SqliteBackend {
             self.commit(conn, |tx| {
                 // The immediate transaction holds the write lock: a second
                 // connection may read half the rows.
-                let Some((repaired, _)) = read_session_with(tx, &self.path, id, true)? else {
+                let Some((repaired, _)) = read_session_with(tx, &self.path, id, true, observe)?
+                else {
                     return Ok(None);
                 };
                 if repaired.torn {
@@ -784,7 +794,7 @@ mod tests {
             })
             .map_err(|e| e.to_string())
         };
-        let fast = summary(read_session(&conn, "db", "s").map(|r| r.unwrap()));
+        let fast = summary(read_session(&conn, "db", "s", None).map(|r| r.unwrap()));
         let header = read_header(&conn, "db", "s").unwrap().unwrap();
         let slow = summary(read_rows(&conn, "db", "s", header));
         assert_eq!(fast, slow);
@@ -869,7 +879,7 @@ mod tests {
         .unwrap();
         b.append(&key, &batch(1, 80), &mut ()).unwrap();
         let log = b
-            .load(&key, &mut (), LoadMode::Repair)
+            .load(&key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
@@ -903,7 +913,7 @@ mod tests {
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
         let log = b
-            .load(&key, &mut (), LoadMode::Repair)
+            .load(&key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
@@ -932,7 +942,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair)
+            b.load(&key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log
@@ -1060,14 +1070,14 @@ mod tests {
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
         let log = b
-            .load(&key, &mut (), LoadMode::Repair)
+            .load(&key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair)
+            b.load(&key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log

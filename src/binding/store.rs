@@ -15,12 +15,12 @@ use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
-use crate::store::{Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
+use crate::store::{lock, Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
 use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::{mpsc, Arc, Mutex};
 
 /// One store operation: `work` runs on the libuv pool, `convert` on the
 /// main thread.
@@ -320,16 +320,10 @@ impl NativeStore {
             move || {
                 let key = key(id);
                 let token = new_token();
-                let log = at_low_priority(&key, || {
-                    let Some(send) = send else {
-                        return store.open(&key, token, None);
-                    };
-                    let mut handing = Handing::new(send, lift_min);
-                    let mut observe =
-                        |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
-                    let log = store.open(&key, token, Some(&mut observe))?;
-                    handing.flush();
-                    Ok(log)
+                let log = at_low_priority(&key, || match send {
+                    Some(send) => Handing::new(send, lift_min)
+                        .during(|observe| store.open(&key, token, observe)),
+                    None => store.open(&key, token, None),
                 })?;
                 Ok((log, token))
             },
@@ -425,10 +419,6 @@ impl NativeStore {
             Ok(())
         })
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Payloads a store's `open` hands to JS while it loads: JS makes a

@@ -200,55 +200,42 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
 /// would leave them. Buffers the log owns wait for the compressor.
 fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) -> Vec<Taken> {
-    let borrowed: usize = texts
+    let borrowed = |t: &Cow<'_, str>| matches!(t, Cow::Borrowed(_));
+    let bytes: usize = texts.iter().filter(|t| borrowed(t)).map(|t| t.len()).sum();
+    if bytes < COMPRESS_MIN_BYTES {
+        return texts
+            .into_iter()
+            .map(|t| Taken::Buffer(t.into_owned()))
+            .collect();
+    }
+    // Each text's offset in the log's texts.
+    let bases: Vec<usize> = texts
         .iter()
-        .filter(|t| matches!(t, Cow::Borrowed(_)))
-        .map(|t| t.len())
-        .sum();
-    let mut at = base;
-    let texts: Vec<_> = texts
-        .into_iter()
-        .zip(lines)
-        .map(|(text, lines)| {
-            at += text.len();
-            let compress = matches!(text, Cow::Borrowed(_)) && borrowed >= COMPRESS_MIN_BYTES;
-            (at - text.len(), text, lines, compress)
+        .scan(base, |at, t| {
+            *at += t.len();
+            Some(*at - t.len())
         })
         .collect();
-    let compress = |(base, text, lines, _): &(usize, Cow<'_, str>, &Vec<_>, bool)| {
-        Taken::compressed(*base, text, lines)
-    };
-    let mut compressing = texts
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.3)
-        .map(|(k, _)| k);
+    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k]);
+    let mut compressing = (0..texts.len()).filter(|&k| borrowed(&texts[k]));
     let first = compressing.next();
-    let mut taken: Vec<Option<Taken>> = std::thread::scope(|scope| {
+    let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
         let later: Vec<_> = compressing
-            .map(|k| {
-                let text = &texts[k];
-                (k, scope.spawn(move || compress(text)))
-            })
+            .map(|k| (k, scope.spawn(move || compress(k))))
             .collect();
-        let mut taken: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
         if let Some(k) = first {
-            taken[k] = Some(compress(&texts[k]));
+            compressed[k] = Some(compress(k));
         }
         for (k, thread) in later {
             // A panicking thread is a bug; its text is then compressed here.
-            taken[k] = Some(thread.join().unwrap_or_else(|_| compress(&texts[k])));
+            compressed[k] = Some(thread.join().unwrap_or_else(|_| compress(k)));
         }
-        taken
     });
     texts
         .into_iter()
-        .zip(taken.iter_mut())
-        .map(|((_, text, ..), taken)| {
-            taken
-                .take()
-                .unwrap_or_else(|| Taken::Buffer(text.into_owned()))
-        })
+        .zip(compressed)
+        .map(|(text, taken)| taken.unwrap_or_else(|| Taken::Buffer(text.into_owned())))
         .collect()
 }
 

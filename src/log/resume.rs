@@ -15,7 +15,7 @@
 //! reads the rest from the log as it would without it.
 
 use super::project::PayloadBatch;
-use super::read::{borrowed_halves, prepare, prepare_all, Piece, Prepared, Stream};
+use super::read::{borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
@@ -115,11 +115,12 @@ impl JsonlReading {
         let (send, batches) = mpsc::channel();
         reading.batches = Some(batches);
         reading.state = State::Reading(std::thread::spawn(move || {
-            let read = {
-                let bytes = (*bytes).as_ref();
-                let rest = prepare_all(borrowed_halves(bytes), Helper::Awaited);
-                read_rest(Stream::default(), rest, &mut Handing::new(send, lift_min))
-            };
+            let read = Handing::new(send, lift_min).during(|mut observe| {
+                let rest = prepare_all(borrowed_halves((*bytes).as_ref()), Helper::Awaited);
+                Stream::default()
+                    .finish(rest, &mut observe)
+                    .map_err(|(e, _)| e)
+            });
             (read, Some(bytes))
         }));
         reading
@@ -236,52 +237,35 @@ fn read(
     send: mpsc::Sender<PayloadBatch>,
     lift_min: usize,
 ) -> Result<Log, CoreError> {
-    let mut handing = Handing::new(send, lift_min);
-    let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
-    let mut stream = Stream::default();
-    let mut waiting = VecDeque::new();
-    loop {
-        // What is already pushed waits; the last piece ends the stream.
-        let ended = loop {
-            match pieces.try_recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(mpsc::TryRecvError::Empty) => break false,
-                Err(mpsc::TryRecvError::Disconnected) => break true,
+    Handing::new(send, lift_min).during(|mut observe| {
+        let mut stream = Stream::default();
+        let mut waiting = VecDeque::new();
+        loop {
+            // What is already pushed waits; the last piece ends the stream.
+            let ended = loop {
+                match pieces.try_recv() {
+                    Ok(piece) => waiting.push_back(piece),
+                    Err(mpsc::TryRecvError::Empty) => break false,
+                    Err(mpsc::TryRecvError::Disconnected) => break true,
+                }
+            };
+            if ended {
+                break;
             }
-        };
-        if ended {
-            break;
+            match waiting.pop_front() {
+                Some(piece) => stream.piece(prepare(Piece::Keep(piece)), &mut observe),
+                None => match pieces.recv() {
+                    Ok(piece) => waiting.push_back(piece),
+                    Err(_) => break,
+                },
+            }
         }
-        match waiting.pop_front() {
-            Some(piece) => stream.piece(prepare(Piece::Keep(piece)), &mut Some(&mut observe)),
-            None => match pieces.recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(_) => break,
-            },
-        }
-    }
-    let rest = prepare_all(
-        waiting.into_iter().map(Piece::Keep).collect(),
-        Helper::Awaited,
-    );
-    read_rest(stream, rest, &mut handing)
-}
-
-/// The end of a read: the pieces that waited (`rest`, prepared) read and
-/// folded, then the last batch handed over.
-fn read_rest<'a>(
-    stream: Stream<'a>,
-    rest: Vec<Prepared<'a>>,
-    handing: &mut Handing,
-) -> Result<Log, CoreError> {
-    let mut observe = |log: &Log, seq: usize, data: &str| handing.observe(log, seq, data);
-    let read = stream
-        .finish(rest, &mut Some(&mut observe))
-        .map_err(|(e, _)| e);
-    if read.is_ok() {
-        handing.flush();
-    }
-    read
+        let rest = prepare_all(
+            waiting.into_iter().map(Piece::Keep).collect(),
+            Helper::Awaited,
+        );
+        stream.finish(rest, &mut observe).map_err(|(e, _)| e)
+    })
 }
 
 /// The hand-over of surface payloads in batches (see the module comment).
@@ -306,8 +290,23 @@ impl Handing {
         }
     }
 
+    /// Run `read` with this hand-over told of each event it folds; once it
+    /// succeeds, the last batch goes too (a failed read's error is what
+    /// counts).
+    pub fn during<T>(
+        mut self,
+        read: impl FnOnce(Observe<'_>) -> Result<T, CoreError>,
+    ) -> Result<T, CoreError> {
+        let mut observe = |log: &Log, seq: usize, data: &str| self.observe(log, seq, data);
+        let out = read(Some(&mut observe));
+        if out.is_ok() {
+            self.flush();
+        }
+        out
+    }
+
     /// An event was folded: hand its payload over if it entered the surface.
-    pub fn observe(&mut self, log: &Log, seq: usize, data: &str) {
+    fn observe(&mut self, log: &Log, seq: usize, data: &str) {
         let Some(meta) = log.metas.get(seq) else {
             return;
         };
@@ -337,7 +336,7 @@ impl Handing {
     }
 
     /// Hand the batch over.
-    pub fn flush(&mut self) {
+    fn flush(&mut self) {
         if self.batch.seqs.is_empty() {
             return;
         }

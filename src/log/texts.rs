@@ -277,8 +277,10 @@ impl Texts {
                     base += text.len();
                     self.blocks.push(Block::Shared(Arc::new(text)));
                 }
+                // Nor does an empty text taken compressed.
+                Taken::Compressed(Pieces { len: 0, .. }) => {}
                 Taken::Compressed(Pieces { len, pieces }) => {
-                    for (b, block) in pieces.into_iter().filter(|_| len > 0) {
+                    for (b, block) in pieces {
                         self.bases.push(b);
                         self.blocks.push(block);
                     }

@@ -305,7 +305,8 @@ pub struct Store<B: Backend> {
     closed: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// `m` locked; a lock a panicking thread held is taken as it was left.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -594,7 +595,8 @@ impl<B: Backend> Store<B> {
         &self,
         key: &Key,
         texts: &SessionTexts,
-        (from, stored): (u64, u64),
+        from: u64,
+        stored: u64,
         read: Option<Log>,
     ) -> CoreResult<()> {
         let log = match read {
@@ -982,7 +984,7 @@ impl<B: Backend> SessionStore for Store<B> {
             ));
         }
         if from < stored {
-            self.compare(key, &f.texts, (from, stored), read)?;
+            self.compare(key, &f.texts, from, stored, read)?;
         }
         if stored == 0 {
             t.verified_last = None;

@@ -19,7 +19,7 @@ mod tls;
 
 use super::load::{self, Place, Repaired};
 use super::rows::{columns, complete_spliced, header_of, values_text, Cell, SplicedRows};
-use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
@@ -28,7 +28,7 @@ use schema::{schema_sql, schema_tables_sql, Found, TABLES};
 use serde_json::Value;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tls::TlsOptions;
 use tokio_postgres::error::SqlState;
@@ -127,10 +127,6 @@ impl Drop for Pooled<'_> {
         drop(state);
         self.backend.freed.notify_one();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub struct PostgresBackend {

@@ -4,7 +4,7 @@
 
 use super::load::{self, Place, Repaired};
 use super::rows::{columns, complete_spliced, header_of, values_text, Cell, Columns, SplicedRows};
-use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
@@ -466,7 +466,7 @@ impl SqliteBackend {
 
     /// Run `f` on the connection, opening it on first use.
     fn with<T>(&self, f: impl FnOnce(&mut Connection) -> CoreResult<T>) -> CoreResult<T> {
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock(&self.conn);
         if matches!(*guard, Conn::Unopened) {
             *guard = Conn::Open(self.open()?);
         }
@@ -707,7 +707,7 @@ impl Backend for SqliteBackend {
     }
 
     fn close(&self) {
-        let mut guard = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock(&self.conn);
         *guard = Conn::Closed;
     }
 }

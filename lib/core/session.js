@@ -443,10 +443,14 @@ class Session {
 
   /** The texts of live events `from..to` (`from` at least `#prefix`), a line each. */
   #liveLines(from, to) {
+    if (to <= from) return ''
+    // One join, not `+=`: a flat string, which UTF-8 encodes at twice the
+    // speed of a rope of concatenations (benchmark/README.md).
     const objs = this.#objs
-    let text = ''
-    for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) text += `${JSON.stringify(objs[i])}\n`
-    return text
+    const lines = []
+    for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) lines.push(JSON.stringify(objs[i]))
+    lines.push('')
+    return lines.join('\n')
   }
 
   append(type, data, opts) {

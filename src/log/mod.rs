@@ -26,7 +26,8 @@ mod texts;
 pub use lift::{Step, LIFT_MIN};
 pub use project::{payloads, write_jsonl, PayloadBatch};
 pub use read::Helper;
-pub(crate) use read::{Observe, Part};
+pub(crate) use read::{ArrivingPiece, Observe};
+pub(crate) use resume::{read_arriving, Cutter, PIECE_BYTES};
 pub use resume::{Handing, JsonlReading};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 // Helper-thread priorities moved to their own module; the stores name them here.
@@ -363,11 +364,26 @@ mod tests {
         );
     }
 
+    /// Lines arriving as a piece each (`Log::from_arriving`).
+    struct Lines(String, Vec<(usize, usize)>);
+
+    impl read::ArrivingPiece for Lines {
+        fn text(&self) -> &str {
+            &self.0
+        }
+        fn spans(&self) -> &[(usize, usize)] {
+            &self.1
+        }
+        fn into_text(self) -> String {
+            self.0
+        }
+    }
+
     #[test]
-    fn a_log_read_from_two_parts_is_the_log_read_from_one() {
+    fn a_log_read_from_arriving_pieces_is_the_log_read_whole() {
         let header =
             SessionHeader::from_line(r#"{"type":"session","version":0,"id":"p"}"#).expect("header");
-        let lines: Vec<String> = (0..read::PARALLEL_MIN_LINES + 7)
+        let lines: Vec<String> = (0..2 * read::PARALLEL_MIN_LINES + 7)
             .map(|seq| {
                 let ty = match seq % 3 {
                     0 => "turn/start",
@@ -377,48 +393,65 @@ mod tests {
                 format!(r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{{"k":"é{seq}"}}}}"#)
             })
             .collect();
-        let spans_of = |ls: &[String]| {
+        let piece = |ls: &[String]| {
             let mut at = 0;
-            ls.iter()
+            let spans = ls
+                .iter()
                 .map(|l| {
                     let span = (at, at + l.len());
                     at += l.len() + 1;
                     span
                 })
-                .collect::<Vec<_>>()
-        };
-        let joined = |ls: &[String]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
-        // The log of these groups of lines, one part each.
-        let read = |groups: &[&[String]]| {
-            let spans: Vec<_> = groups.iter().map(|g| spans_of(g)).collect();
-            let parts = groups
-                .iter()
-                .zip(&spans)
-                .map(|(g, spans)| Part {
-                    text: joined(g).into(),
-                    spans,
-                })
                 .collect();
-            Log::from_parts(header.clone(), parts, &|_, _, _, _| true, None)
-                .map_err(|(index, _, texts)| (index, texts.len()))
+            Lines(ls.iter().map(|l| format!("{l}\n")).collect(), spans)
         };
-        let one = read(&[&lines]).expect("one part");
-        for cut in [1, 4096, lines.len() - 1] {
-            let (a, b) = lines.split_at(cut);
-            let two = read(&[a, b]).expect("two parts");
-            assert!(
-                two.texts
-                    .iter()
-                    .map(|t| t.to_string())
-                    .eq(one.texts.iter().map(|t| t.to_string())),
-                "cut at {cut}"
-            );
-            assert_eq!(two.to_jsonl().unwrap(), one.to_jsonl().unwrap());
-            // A bad event in the second part is named by its index in the log.
-            let mut bad = b.to_vec();
-            bad[0] = "{".into();
-            let err = read(&[a, &bad]).err();
-            assert_eq!(err, Some((cut, 2)), "cut at {cut}");
+        let whole =
+            Log::from_jsonl(format!("{}\n{}\n", header.line(), lines.join("\n")).as_bytes())
+                .expect("the whole log");
+        // Pieces sent before the read (read together at the end, on two
+        // threads) or one at a time while it reads (each as it arrives).
+        let read = |groups: Vec<&[String]>, paced: bool| {
+            let (send, pieces) = std::sync::mpsc::channel();
+            let verify = |_: &Lines, _: &str, _: usize, e: &EventText<'_>| e.ty != "message/bad";
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    for g in groups {
+                        send.send(piece(g)).unwrap();
+                        if paced {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        }
+                    }
+                });
+                Log::from_arriving(header.clone(), pieces, &verify, &mut None)
+            })
+        };
+        let n = lines.len();
+        for paced in [false, true] {
+            for cuts in [
+                vec![0, n],
+                vec![0, 1, n],
+                vec![0, 4096, 4097, 8000, n],
+                vec![0, n - 1, n],
+            ] {
+                let groups: Vec<&[String]> = cuts.windows(2).map(|w| &lines[w[0]..w[1]]).collect();
+                let log = read(groups, paced).expect("read");
+                assert_eq!(
+                    log.to_jsonl().unwrap(),
+                    whole.to_jsonl().unwrap(),
+                    "{cuts:?}"
+                );
+                assert_eq!(log.surface().nodes(), whole.surface().nodes());
+            }
+            // An event `verify` refuses, or one that does not read, in a later piece.
+            for bad in [
+                r#"{"type":"message/bad","seq":5000,"time":1,"data":{}}"#,
+                "{",
+            ] {
+                let mut lines = lines.clone();
+                lines[5000] = bad.into();
+                let groups = vec![&lines[..4096], &lines[4096..]];
+                assert!(read(groups, paced).is_none(), "{bad}");
+            }
         }
     }
 

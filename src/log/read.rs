@@ -53,9 +53,10 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
 /// priority when the JS thread waits for the read (`fromJsonl`): a helper
 /// at a lower priority there only makes the waiting longer when other
 /// processes compete for the cores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Helper {
     Background,
+    #[default]
     Awaited,
 }
 
@@ -89,7 +90,7 @@ impl Piece<'_> {
 
 /// What a read tells of each event once folded: the log so far, the
 /// event's index and its payload text.
-pub(crate) type Observe<'o> = Option<&'o mut dyn FnMut(&Log, usize, &str)>;
+pub(crate) type Observe<'o> = Option<&'o mut (dyn FnMut(&Log, usize, &str) + Send)>;
 
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
@@ -274,9 +275,18 @@ pub(super) struct Stream<'a> {
     blank: Option<usize>,
     /// The index of the next event.
     next: usize,
+    /// How the helper of the last pieces' read runs.
+    helper: Helper,
 }
 
 impl<'a> Stream<'a> {
+    pub(super) fn with_helper(helper: Helper) -> Stream<'a> {
+        Stream {
+            helper,
+            ..Stream::default()
+        }
+    }
+
     /// Read and fold a piece's events, in order, on this thread.
     pub(super) fn piece(&mut self, piece: Prepared<'a>, observe: &mut Observe<'_>) {
         let (text, spans) = match piece {
@@ -426,7 +436,7 @@ impl<'a> Stream<'a> {
             self.next,
             self.bytes,
             &|_, _, _, _| true,
-            Helper::Awaited,
+            Some(self.helper),
             observe,
         );
         drop(parts);
@@ -497,7 +507,7 @@ impl Log {
         helper: Helper,
         mut observe: Observe<'_>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::default().finish(prepare_all(pieces, helper), &mut observe)
+        Stream::with_helper(helper).finish(prepare_all(pieces, helper), &mut observe)
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -506,15 +516,16 @@ impl Log {
     /// one reading and folding units from the front while a helper reads
     /// units from the back; they meet wherever their speeds put them
     /// (another process may hold a core), then this thread folds what the
-    /// helper read. The error names the index of the first event that
-    /// failed (`None`: unparsable, or refused by `verify`).
-    pub(super) fn fold_parts(
+    /// helper read (no helper: on this thread only). The error names the
+    /// index of the first event that failed (`None`: unparsable, or refused
+    /// by `verify`).
+    fn fold_parts(
         &mut self,
         parts: &[Part<'_>],
         first_index: usize,
         first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-        helper: Helper,
+        helper: Option<Helper>,
         observe: &mut Observe<'_>,
     ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
@@ -559,7 +570,9 @@ impl Log {
             }
             Ok(())
         };
-        if count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
+        let helper =
+            helper.filter(|_| count - first_index >= PARALLEL_MIN_LINES && units.len() > 1);
+        if let Some(helper) = helper {
             // This thread reads and folds units from the front (the fold is
             // in order) while a helper reads units from the back; they meet
             // wherever their speeds put them (another process may hold a
@@ -629,45 +642,80 @@ impl Log {
                 .try_for_each(|(k, range)| range.clone().try_for_each(|i| fold(*k, i, read(*k, i))))
         }
     }
+}
 
-    /// A log of the events at the spans of `parts` (each part's spans are
-    /// offsets into its own text; the parts' events follow one another):
-    /// each is read (validated, split into fields) and passed to `verify`
-    /// (part, its text, index in the part, event), on two threads when
-    /// there are many; the surface fold then runs over them in order. The
-    /// log keeps the parts' texts as they are (nothing is copied). The
-    /// error names the index of the first event that failed (`None`:
-    /// unparsable, or refused by `verify`) and gives the texts back.
-    pub(crate) fn from_parts(
-        header: SessionHeader,
-        parts: Vec<Part<'_>>,
-        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-        observe: Observe<'_>,
-    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
-        Log::from_parts_with(header, parts, verify, Helper::Background, observe)
-    }
+/// A piece of event texts, one per span, that arrives while the rest is
+/// made (`Log::from_arriving`).
+pub(crate) trait ArrivingPiece: Send + Sync {
+    fn text(&self) -> &str;
+    fn spans(&self) -> &[(usize, usize)];
+    fn into_text(self) -> String;
+}
 
-    /// `from_parts`, its helper thread run as `helper` says, `observe`
-    /// told of each event once it is folded.
-    fn from_parts_with(
+impl Log {
+    /// A log of `header` and the events of `pieces` as they arrive: each
+    /// piece, as it comes, read, checked by `verify` (the piece, its text,
+    /// the event's index in it, the event) and folded on this thread; the
+    /// pieces still waiting once the sender is gone read on two threads
+    /// (the helper below the JS thread). The log keeps the pieces' texts.
+    /// `None` when an event fails (the caller reads them another way).
+    pub(crate) fn from_arriving<P: ArrivingPiece>(
         header: SessionHeader,
-        parts: Vec<Part<'_>>,
-        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-        helper: Helper,
-        mut observe: Observe<'_>,
-    ) -> Result<Log, (usize, Option<CoreError>, Vec<String>)> {
-        let count = parts.iter().map(|p| p.spans.len()).sum();
-        // The fold records spans only; the log takes the texts after it.
+        pieces: std::sync::mpsc::Receiver<P>,
+        verify: &(dyn Fn(&P, &str, usize, &EventText<'_>) -> bool + Sync),
+        observe: &mut Observe<'_>,
+    ) -> Option<Log> {
         let mut log = Log::new(header);
-        log.metas.reserve_exact(count);
-        log.texts_mut().reserve(count);
-        let folded = log.fold_parts(&parts, 0, 0, verify, helper, &mut observe);
-        let texts: Vec<String> = parts.into_iter().map(|p| p.text.into_owned()).collect();
-        if let Err((index, err)) = folded {
-            return Err((index, err, texts));
+        let mut texts = Vec::new();
+        let mut bytes = 0;
+        let mut fold = |log: &mut Log, batch: Vec<P>, helper: Option<Helper>| {
+            let parts: Vec<Part<'_>> = batch
+                .iter()
+                .map(|p| Part {
+                    text: Cow::Borrowed(p.text()),
+                    spans: p.spans(),
+                })
+                .collect();
+            let check =
+                |k: usize, text: &str, i: usize, e: &EventText<'_>| verify(&batch[k], text, i, e);
+            let first = log.len();
+            let folded = log.fold_parts(&parts, first, bytes, &check, helper, observe);
+            drop(parts);
+            for p in batch {
+                let text = p.into_text();
+                bytes += text.len();
+                texts.push(text);
+            }
+            folded.is_ok()
+        };
+        loop {
+            let mut waiting = Vec::new();
+            // What has arrived waits; a gone sender ends the stream.
+            let ended = loop {
+                match pieces.try_recv() {
+                    Ok(piece) => waiting.push(piece),
+                    Err(std::sync::mpsc::TryRecvError::Empty) => break false,
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break true,
+                }
+            };
+            if ended {
+                if !fold(&mut log, waiting, Some(Helper::Background)) {
+                    return None;
+                }
+                break;
+            }
+            if waiting.is_empty() {
+                match pieces.recv() {
+                    Ok(piece) => waiting.push(piece),
+                    Err(_) => break,
+                }
+            }
+            if !fold(&mut log, waiting, None) {
+                return None;
+            }
         }
         log.texts_mut().adopt_buffers(texts);
-        Ok(log)
+        Some(log)
     }
 }
 

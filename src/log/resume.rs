@@ -35,7 +35,7 @@ const SPECULATION_SLACK: usize = 1024;
 /// piece for the reading thread. A log shorter than one piece is read at
 /// once when the pushing ends, on the calling thread, and hands nothing over
 /// (a thread costs more than the overlap gains there).
-const PIECE_BYTES: usize = 1 << 20;
+pub(crate) const PIECE_BYTES: usize = 1 << 20;
 
 /// The caller's whole log, held while a read borrows it (a JS Buffer: the
 /// read neither copies it nor lets it go before `finish`).
@@ -46,10 +46,7 @@ pub type Owner = Box<dyn AsRef<[u8]> + Send>;
 /// over whole (`of_owner`) and read where it is.
 pub struct JsonlReading {
     /// Bytes pushed since the last piece.
-    current: Vec<u8>,
-    /// `current[..searched]` holds no newline.
-    searched: usize,
-    piece_bytes: usize,
+    cutter: Cutter,
     /// Strings of at least this many bytes cross lifted (`LIFT_MIN`).
     lift_min: usize,
     /// Pieces for the reading thread, until the pushing ends.
@@ -85,9 +82,7 @@ impl JsonlReading {
     /// cut small logs) and whose batches lift strings of `lift_min` bytes.
     pub(super) fn with_piece_bytes(piece_bytes: usize, lift_min: usize) -> JsonlReading {
         JsonlReading {
-            current: Vec::new(),
-            searched: 0,
-            piece_bytes,
+            cutter: Cutter::new(piece_bytes),
             lift_min,
             pieces: None,
             ended: false,
@@ -103,7 +98,7 @@ impl JsonlReading {
     pub fn of_owner(bytes: Owner, lift_min: usize) -> JsonlReading {
         let mut reading = JsonlReading::lifting(lift_min);
         reading.ended = true;
-        if (*bytes).as_ref().len() < reading.piece_bytes {
+        if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
             let read = Log::read_pieces(
                 vec![Piece::Borrow((*bytes).as_ref())],
                 Helper::Awaited,
@@ -142,29 +137,10 @@ impl JsonlReading {
         if self.ended {
             return;
         }
-        for part in bytes.chunks(self.piece_bytes) {
-            if self.current.capacity() == 0 {
-                self.current.reserve_exact(self.piece_bytes + part.len());
-            }
-            self.current.extend_from_slice(part);
-            if self.current.len() < self.piece_bytes {
-                continue;
-            }
-            // Bytes before `searched` hold no newline, so a line longer than
-            // a piece costs a search of each byte once, not of the whole
-            // line at every part.
-            let searched = self.searched.min(self.current.len());
-            let last = memchr::memrchr(b'\n', &self.current[searched..]).map(|i| searched + i);
-            self.searched = self.current.len();
-            if let Some(i) = last {
-                // What follows the last newline starts the next piece.
-                let mut next = Vec::with_capacity(self.piece_bytes + part.len());
-                next.extend_from_slice(&self.current[i + 1..]);
-                self.current.truncate(i + 1);
-                self.searched = next.len();
-                let piece = std::mem::replace(&mut self.current, next);
-                self.send(piece);
-            }
+        let mut cut = Vec::new();
+        self.cutter.push(bytes, |piece| cut.push(piece));
+        for piece in cut {
+            self.send(piece);
         }
     }
 
@@ -190,7 +166,7 @@ impl JsonlReading {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
-        let last = std::mem::take(&mut self.current);
+        let last = self.cutter.rest();
         if self.pieces.is_none() {
             let read = Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited, None)
                 .map_err(|(e, _)| e);
@@ -228,44 +204,110 @@ impl JsonlReading {
     }
 }
 
-/// The reading thread: each piece, as it comes, is checked as UTF-8, split
-/// into lines and its events read and folded, while more are pushed; once
-/// the pushing ends, the pieces still waiting are read on two threads. The
-/// payloads of the events that enter the surface go to `send` in batches.
+/// Bytes cut anywhere, gathered into pieces of whole lines of about
+/// `piece_bytes` each (a longer line makes a longer piece).
+pub(crate) struct Cutter {
+    /// Bytes pushed since the last piece.
+    current: Vec<u8>,
+    /// `current[..searched]` holds no newline.
+    searched: usize,
+    piece_bytes: usize,
+}
+
+impl Cutter {
+    pub(crate) fn new(piece_bytes: usize) -> Cutter {
+        Cutter {
+            current: Vec::new(),
+            searched: 0,
+            piece_bytes,
+        }
+    }
+
+    /// Append `bytes`; each piece that fills up goes to `send`, cut after
+    /// its last newline (what follows starts the next piece).
+    pub(crate) fn push(&mut self, bytes: &[u8], mut send: impl FnMut(Vec<u8>)) {
+        for part in bytes.chunks(self.piece_bytes) {
+            if self.current.capacity() == 0 {
+                self.current.reserve_exact(self.piece_bytes + part.len());
+            }
+            self.current.extend_from_slice(part);
+            if self.current.len() < self.piece_bytes {
+                continue;
+            }
+            // Bytes before `searched` hold no newline, so a line longer than
+            // a piece costs a search of each byte once, not of the whole
+            // line at every part.
+            let searched = self.searched.min(self.current.len());
+            let last = memchr::memrchr(b'\n', &self.current[searched..]).map(|i| searched + i);
+            self.searched = self.current.len();
+            if let Some(i) = last {
+                let mut next = Vec::with_capacity(self.piece_bytes + part.len());
+                next.extend_from_slice(&self.current[i + 1..]);
+                self.current.truncate(i + 1);
+                self.searched = next.len();
+                let mut piece = std::mem::replace(&mut self.current, next);
+                // A long line grew the piece by doubling: the log keeps it.
+                if piece.capacity() - piece.len() > self.piece_bytes {
+                    piece.shrink_to_fit();
+                }
+                send(piece);
+            }
+        }
+    }
+
+    /// What was pushed since the last piece.
+    pub(crate) fn rest(&mut self) -> Vec<u8> {
+        self.searched = 0;
+        std::mem::take(&mut self.current)
+    }
+}
+
+/// The reading thread: the payloads of the events that enter the surface
+/// go to `send` in batches while `read_arriving` reads the pieces.
 fn read(
     pieces: mpsc::Receiver<Vec<u8>>,
     send: mpsc::Sender<PayloadBatch>,
     lift_min: usize,
 ) -> Result<Log, CoreError> {
-    Handing::new(send, lift_min).during(|mut observe| {
-        let mut stream = Stream::default();
-        let mut waiting = VecDeque::new();
-        loop {
-            // What is already pushed waits; the last piece ends the stream.
-            let ended = loop {
-                match pieces.try_recv() {
-                    Ok(piece) => waiting.push_back(piece),
-                    Err(mpsc::TryRecvError::Empty) => break false,
-                    Err(mpsc::TryRecvError::Disconnected) => break true,
-                }
-            };
-            if ended {
-                break;
+    Handing::new(send, lift_min)
+        .during(|mut observe| read_arriving(&pieces, Helper::Awaited, &mut observe))
+}
+
+/// Read a log whose pieces (whole lines each, in order) arrive through
+/// `pieces` while they are made: each piece, as it comes, is checked as
+/// UTF-8, split into lines and its events read and folded on this thread;
+/// once the sender is gone, the pieces still waiting are read on two
+/// threads (the helper run as `helper` says). `observe` is told of each
+/// event once folded.
+pub(crate) fn read_arriving(
+    pieces: &mpsc::Receiver<Vec<u8>>,
+    helper: Helper,
+    observe: &mut Observe<'_>,
+) -> Result<Log, CoreError> {
+    let mut stream = Stream::with_helper(helper);
+    let mut waiting = VecDeque::new();
+    loop {
+        // What has arrived waits; a gone sender ends the stream.
+        let ended = loop {
+            match pieces.try_recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(mpsc::TryRecvError::Empty) => break false,
+                Err(mpsc::TryRecvError::Disconnected) => break true,
             }
-            match waiting.pop_front() {
-                Some(piece) => stream.piece(prepare(Piece::Keep(piece)), &mut observe),
-                None => match pieces.recv() {
-                    Ok(piece) => waiting.push_back(piece),
-                    Err(_) => break,
-                },
-            }
+        };
+        if ended {
+            break;
         }
-        let rest = prepare_all(
-            waiting.into_iter().map(Piece::Keep).collect(),
-            Helper::Awaited,
-        );
-        stream.finish(rest, &mut observe).map_err(|(e, _)| e)
-    })
+        match waiting.pop_front() {
+            Some(piece) => stream.piece(prepare(Piece::Keep(piece)), observe),
+            None => match pieces.recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(_) => break,
+            },
+        }
+    }
+    let rest = prepare_all(waiting.into_iter().map(Piece::Keep).collect(), helper);
+    stream.finish(rest, observe).map_err(|(e, _)| e)
 }
 
 /// The hand-over of surface payloads in batches (see the module comment).

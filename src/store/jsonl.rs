@@ -12,12 +12,13 @@
 use super::load::{self, Place, Repaired};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{Log, Observe};
+use crate::log::{read_arriving, Cutter, Helper, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Read};
+use std::io::{ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 pub struct JsonlBackend {
     root: PathBuf,
@@ -344,22 +345,94 @@ pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64
     repair_lines(bytes, id)
 }
 
-/// `repair_bytes` of a buffer the log may keep: a log whose every line is a
-/// complete, valid event (no torn or blank line) is read by the session
-/// core's parallel reader without copying its text.
-pub fn repair_vec(
-    bytes: Vec<u8>,
-    id: Option<&str>,
+/// `repair_bytes` of the log in `file` (read from its start), as it is
+/// read: a log whose every line is a complete, valid event (no torn or
+/// blank line) is folded piece by piece while the rest is read
+/// (`read_folding`); any other is read again whole and repaired line by
+/// line. The repaired log, the byte length of its kept part, and the bytes
+/// the file held.
+fn read_repaired(
+    file: &File,
+    path: &Path,
+    id: &str,
     observe: Observe<'_>,
-) -> CoreResult<(Repaired, u64, usize)> {
-    if !ends_with_event(&bytes) {
-        return repair_lines(&bytes, id);
+) -> CoreResult<(Repaired, u64, u64)> {
+    let failed = |e| CoreError::io("cannot read session log", path, e);
+    let (read, produced) = read_folding(file, observe);
+    let (ends, len) = produced.map_err(failed)?;
+    if let (Ok(log), true) = (read, ends) {
+        let (repaired, committed, _) = whole(log, len as usize, Some(id))?;
+        return Ok((repaired, committed, len));
     }
-    let len = bytes.len();
-    match Log::from_jsonl_vec(bytes, observe) {
-        Ok(log) => whole(log, len, id),
-        Err((_, bytes)) => repair_lines(&bytes, id),
+    let mut bytes = Vec::new();
+    let mut file = file;
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(failed)?;
+    let (repaired, committed, _) = repair_lines(&bytes, Some(id))?;
+    Ok((repaired, committed, bytes.len() as u64))
+}
+
+/// Bytes the loading thread asks the file for at a time.
+const READ_BYTES: usize = 256 << 10;
+
+/// Read `file` from where it is, in pieces of whole lines, on a thread of
+/// its own while this one folds each piece as it arrives (the read and the
+/// fold overlap; `read_arriving`). The log, or why the fold refused it;
+/// and from the reading thread whether the file ends with a complete line
+/// that is not blank (`ends_with_event`), and its bytes.
+fn read_folding(
+    file: &File,
+    mut observe: Observe<'_>,
+) -> (CoreResult<Log>, std::io::Result<(bool, u64)>) {
+    let (send, pieces) = mpsc::channel();
+    let read_pieces = move || {
+        // Taken in: the fold ends when this returns.
+        let send = send;
+        let mut cutter = Cutter::new(PIECE_BYTES);
+        let mut buf = vec![0u8; READ_BYTES];
+        let (mut ends, mut len) = (false, 0u64);
+        let mut file = file;
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            len += n as u64;
+            cutter.push(&buf[..n], |piece| {
+                ends = ends_with_event(&piece);
+                // A fold that is gone has failed: its error is reported.
+                let _ = send.send(piece);
+            });
+        }
+        let rest = cutter.rest();
+        if !rest.is_empty() {
+            ends = ends_with_event(&rest);
+            let _ = send.send(rest);
+        }
+        Ok((ends, len))
+    };
+    if file.metadata().is_ok_and(|m| m.len() < PIECE_BYTES as u64) {
+        // One piece: nothing to overlap, so no thread.
+        let produced = read_pieces();
+        return (
+            read_arriving(&pieces, Helper::Background, &mut observe),
+            produced,
+        );
     }
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            crate::log::lower_priority();
+            read_pieces()
+        });
+        let read = read_arriving(&pieces, Helper::Background, &mut observe);
+        let produced = reader
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the JSONL reading thread failed")));
+        (read, produced)
+    })
 }
 
 /// The repair of a log read whole (`len` bytes): only closers remain.
@@ -550,7 +623,7 @@ impl Backend for JsonlBackend {
         let writable = (mode != LoadMode::Read)
             .then(|| OpenOptions::new().read(true).write(true).open(&path))
             .and_then(Result::ok);
-        let mut file = match writable {
+        let file = match writable {
             Some(f) => f,
             None => {
                 File::open(&path).map_err(|e| CoreError::io("cannot open session log", &path, e))?
@@ -561,11 +634,7 @@ impl Backend for JsonlBackend {
         {
             return Err(replaced(&path, &key.id, REPLACED));
         }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| CoreError::io("cannot read session log", &path, e))?;
-        let mut len = bytes.len() as u64;
-        let (repaired, committed, _) = repair_vec(bytes, Some(&key.id), observe)?;
+        let (repaired, committed, mut len) = read_repaired(&file, &path, &key.id, observe)?;
         let stored = match mode {
             LoadMode::Read => repaired.preserved,
             LoadMode::Repair => {
@@ -730,6 +799,88 @@ impl Backend for JsonlBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Summary = Result<(usize, bool, u64, String), String>;
+
+    /// What `read_repaired` made of `bytes` (in a file), and what the
+    /// whole-buffer repair makes of them: kept records, whether torn, the
+    /// kept length, a digest of the log's texts; or the error.
+    fn both_reads(bytes: &[u8]) -> [Summary; 2] {
+        let summary = |r: CoreResult<(Repaired, u64)>| {
+            r.map(|(r, committed)| {
+                let texts: Vec<String> = (0..r.log.len())
+                    .map(|i| r.log.text(i).unwrap().to_string())
+                    .collect();
+                let digest = Sha256::digest(texts.join("\n").as_bytes());
+                (r.preserved, r.torn, committed, format!("{digest:x}"))
+            })
+            .map_err(|e| e.to_string())
+        };
+        let dir = std::env::temp_dir().join(format!("dsh-read-repaired-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.jsonl", bytes.len()));
+        fs::write(&path, bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let read = read_repaired(&file, &path, "s", None);
+        fs::remove_file(&path).unwrap();
+        if let Ok((_, _, len)) = &read {
+            assert_eq!(*len, bytes.len() as u64);
+        }
+        [
+            summary(read.map(|(r, committed, _)| (r, committed))),
+            summary(repair_bytes(bytes, Some("s")).map(|(r, committed, _)| (r, committed))),
+        ]
+    }
+
+    #[test]
+    fn a_log_folded_as_it_is_read_repairs_as_the_whole_file_does() {
+        // Over three pieces of PIECE_BYTES, so the fold takes pieces as they
+        // arrive and the defects land in later pieces.
+        let mut log = String::from(r#"{"type":"session","version":0,"id":"s","createdAt":1}"#);
+        log.push('\n');
+        let mut seq = 0;
+        while log.len() < 3 * PIECE_BYTES + 1000 {
+            log.push_str(&format!(
+                r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"é {seq}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+            ));
+            log.push_str(if seq % 5 == 0 { "\r\n" } else { "\n" });
+            seq += 1;
+        }
+        let whole = log.as_bytes().to_vec();
+        let torn = [&whole[..], br#"{"type":"user/mess"#].concat();
+        let blank = [&whole[..], b"\n  \n"].concat();
+        let no_newline = whole[..whole.len() - 1].to_vec();
+        let mut invalid = whole.clone();
+        invalid[2 * PIECE_BYTES + 10] = 0xff;
+        // A line of a later piece that is not JSON, or not a valid event.
+        let at = 2 * PIECE_BYTES + memchr::memchr(b'\n', &whole[2 * PIECE_BYTES..]).unwrap();
+        let mut unparsable = whole.clone();
+        unparsable[at + 1] = b'#';
+        let mut invalid_event = whole.clone();
+        invalid_event[at + 10] = b'#';
+        // Shorter than a piece: read on the load's thread alone.
+        let short_end = memchr::memchr(b'\n', &whole[10_000..]).unwrap() + 10_001;
+        let short = whole[..short_end].to_vec();
+        let short_torn = whole[..short_end + 20].to_vec();
+        for (name, bytes) in [
+            ("short", short),
+            ("short torn", short_torn),
+            ("whole", whole),
+            ("torn", torn),
+            ("blank", blank),
+            ("no newline", no_newline),
+            ("invalid UTF-8", invalid),
+            ("unparsable", unparsable),
+            ("invalid event", invalid_event),
+        ] {
+            let [read, repaired] = both_reads(&bytes);
+            assert_eq!(read, repaired, "{name}");
+            if name != "invalid event" {
+                let kept = read.as_ref().map_or(0, |r| r.0);
+                assert!(kept > 50, "{name}: {kept} records kept");
+            }
+        }
+    }
 
     #[test]
     fn buckets_hash_the_cwd() {

@@ -18,7 +18,7 @@ mod schema;
 mod tls;
 
 use super::load::{self, Place, Repaired};
-use super::rows::{columns, complete_spliced, header_of, values_text, Cell, SplicedRows};
+use super::rows::{columns, header_of, read_spliced, values_text, Cell};
 use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
@@ -849,22 +849,13 @@ impl PostgresBackend {
             ),
             &[(&id, Type::TEXT)],
         )?;
-        let mut spliced = SplicedRows::new();
-        // About the texts' size: the data columns and an envelope each.
-        spliced.reserve(
-            rows.iter()
-                .map(|r| r.try_get::<_, &str>(3).map_or(0, str::len) + 96)
-                .sum(),
-        );
-        for row in &rows {
-            spliced.push(values(row));
-        }
-        if let Some(repaired) =
-            complete_spliced(id, &header, std::slice::from_mut(&mut spliced), observe)?
-        {
+        let (repaired, _) = read_spliced(id, &header, observe, |splicer| {
+            rows.iter().for_each(|row| splicer.push(values(row)));
+            Ok(())
+        })?;
+        if let Some(repaired) = repaired {
             return Ok(Some((repaired, rows.len())));
         }
-        drop(spliced);
         let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
         let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
         load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))

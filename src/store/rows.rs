@@ -6,10 +6,11 @@
 
 use super::load::{self, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::event::{event_text, push_event_text, read_event, EventSpans, ReadError};
-use crate::log::{Log, Observe, Part};
+use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
+use crate::log::{ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use serde_json::{Map, Value};
+use std::sync::mpsc;
 
 /// One column's value as a driver read it.
 #[derive(Clone, Copy, Debug)]
@@ -261,84 +262,140 @@ fn is_column(text: &str, span: Option<(usize, usize)>, field: Option<&str>) -> b
         && blank(text.get(at + field.len()..end))
 }
 
-/// Rows of one session spliced into one buffer (see `splice_values`).
-#[derive(Default)]
-pub(crate) struct SplicedRows {
+/// Rows spliced into one buffer (see `splice_values`): a piece of a
+/// session's rows, folded as it arrives (`read_spliced`).
+struct SplicedRows {
     text: String,
     spans: Vec<(usize, usize)>,
     columns: Vec<EventSpans>,
-    /// Rows read, those that could not form an event included.
-    pub(crate) rows: usize,
+}
+
+impl SplicedRows {
+    fn new() -> SplicedRows {
+        SplicedRows {
+            text: String::new(),
+            spans: Vec::new(),
+            columns: Vec::new(),
+        }
+    }
+
+    /// Whether each column of event `i` (read from `text`, this piece's)
+    /// is exactly the value the event read there.
+    fn holds(&self, text: &str, i: usize, e: &EventText<'_>) -> bool {
+        self.columns.get(i).is_some_and(|c| {
+            is_column(text, Some(c.data), Some(e.data))
+                && is_column(text, c.source_event_seqs, e.source_event_seqs)
+                && is_column(text, c.surface_op, e.surface_op)
+        })
+    }
+}
+
+impl ArrivingPiece for SplicedRows {
+    fn text(&self) -> &str {
+        &self.text
+    }
+    fn spans(&self) -> &[(usize, usize)] {
+        &self.spans
+    }
+    fn into_text(self) -> String {
+        self.text
+    }
+}
+
+/// The rows of one session, spliced a piece at a time for a thread that
+/// folds each piece as it is made (`read_spliced`).
+pub(crate) struct Splicer {
+    piece: SplicedRows,
+    send: mpsc::Sender<SplicedRows>,
+    /// Rows pushed, those that could not form an event included.
+    rows: usize,
     /// Whether every row formed an event.
     whole: bool,
 }
 
-impl SplicedRows {
-    pub(crate) fn new() -> SplicedRows {
-        SplicedRows {
-            whole: true,
-            ..SplicedRows::default()
-        }
-    }
-
-    /// Splice one more row (see `splice_values`).
+impl Splicer {
+    /// Splice one more row (see `splice_values`); a full piece goes to the fold.
     pub(crate) fn push(&mut self, cols: [Cell<'_>; 6]) {
         self.rows += 1;
         if !self.whole {
             return;
         }
-        match splice_values(&mut self.text, cols) {
+        // About the row's text: its columns and the envelope. A piece that
+        // cannot hold it goes now, and the next is made to fit it (a tool
+        // output of megabytes would otherwise double the piece as it grows).
+        let need = 64
+            + cols
+                .iter()
+                .map(|c| if let Cell::Text(b) = c { b.len() } else { 24 })
+                .sum::<usize>();
+        let piece = &mut self.piece.text;
+        if !piece.is_empty() && piece.len() + need > piece.capacity() {
+            self.send_piece();
+        }
+        if self.piece.text.capacity() == 0 {
+            self.piece
+                .text
+                .reserve_exact(need.max(PIECE_BYTES + (64 << 10)));
+        }
+        match splice_values(&mut self.piece.text, cols) {
             Some((span, spliced)) => {
-                self.spans.push(span);
-                self.columns.push(spliced);
+                self.piece.spans.push(span);
+                self.piece.columns.push(spliced);
             }
             None => self.whole = false,
         }
+        if self.piece.text.len() >= PIECE_BYTES {
+            self.send_piece();
+        }
     }
 
-    pub(crate) fn reserve(&mut self, bytes: usize) {
-        let _ = self.text.try_reserve(bytes);
+    fn send_piece(&mut self) {
+        if self.piece.spans.is_empty() {
+            return;
+        }
+        let piece = std::mem::replace(&mut self.piece, SplicedRows::new());
+        // A fold that is gone has refused an event: the result says so.
+        let _ = self.send.send(piece);
     }
 }
 
-/// The log of rows spliced by `SplicedRows::push`, each column checked to
-/// be exactly the value the event read there, repaired (closers only: every
-/// row was accepted); `None` when a row cannot be read that way (the caller
-/// reads the rows one by one, as records that may be damaged).
-pub(crate) fn complete_spliced(
+/// Session `id`'s rows, which `splice` pushes in seq order, read as one log
+/// while they are spliced: a thread of its own folds each piece as it is
+/// made, each column checked to be exactly the value the event read there,
+/// then the log is repaired (closers only: every row was accepted). The
+/// repaired log, or `None` when a row cannot be read that way (the caller
+/// reads the rows one by one, as records that may be damaged); and how many
+/// rows there were.
+pub(crate) fn read_spliced(
     id: &str,
     header: &SessionHeader,
-    spliced: &mut [SplicedRows],
-    observe: Observe<'_>,
-) -> CoreResult<Option<Repaired>> {
-    if !spliced.iter().all(|p| p.whole) {
-        return Ok(None);
-    }
-    // The log takes the texts; their spans and columns stay here.
-    let texts: Vec<String> = spliced
-        .iter_mut()
-        .map(|p| std::mem::take(&mut p.text))
-        .collect();
-    let parts = texts
-        .into_iter()
-        .zip(spliced.iter())
-        .map(|(text, p)| Part {
-            text: text.into(),
-            spans: &p.spans,
-        })
-        .collect();
-    let verify = |k: usize, text: &str, i: usize, e: &crate::event::EventText<'_>| {
-        spliced
-            .get(k)
-            .and_then(|p| p.columns.get(i))
-            .is_some_and(|c| {
-                is_column(text, Some(c.data), Some(e.data))
-                    && is_column(text, c.source_event_seqs, e.source_event_seqs)
-                    && is_column(text, c.surface_op, e.surface_op)
-            })
-    };
-    match Log::from_parts(header.clone(), parts, &verify, observe) {
-        Ok(log) => load::complete(id, log).map(Some),
-        Err(_) => Ok(None),
+    mut observe: Observe<'_>,
+    splice: impl FnOnce(&mut Splicer) -> CoreResult<()>,
+) -> CoreResult<(Option<Repaired>, usize)> {
+    let (send, pieces) = mpsc::channel();
+    let (spliced, folded, rows, whole) = std::thread::scope(|scope| {
+        let folding = scope.spawn(|| {
+            let verify =
+                |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
+            Log::from_arriving(header.clone(), pieces, &verify, &mut observe)
+        });
+        let mut splicer = Splicer {
+            piece: SplicedRows::new(),
+            send,
+            rows: 0,
+            whole: true,
+        };
+        let spliced = splice(&mut splicer);
+        splicer.send_piece();
+        let (rows, whole) = (splicer.rows, splicer.whole);
+        // The fold ends once it has read the last piece.
+        drop(splicer);
+        (spliced, folding.join(), rows, whole)
+    });
+    spliced?;
+    let folded = folded.map_err(|_| CoreError::new(Code::Internal, "the row fold failed"))?;
+    match folded {
+        Some(log) if whole => Ok((Some(load::complete(id, log)?), rows)),
+        _ => Ok((None, rows)),
     }
 }

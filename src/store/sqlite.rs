@@ -3,7 +3,7 @@
 //! thread) and is shared behind a mutex; every statement binds its values.
 
 use super::load::{self, Place, Repaired};
-use super::rows::{columns, complete_spliced, header_of, values_text, Cell, Columns, SplicedRows};
+use super::rows::{columns, header_of, read_spliced, values_text, Cell, Columns};
 use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
@@ -126,172 +126,42 @@ fn has_header(conn: &Connection, path: &str, id: &str) -> CoreResult<bool> {
     stmt.exists([id]).map_err(|e| sql_err(path, e))
 }
 
-/// How many rows session `id` has, and about how many bytes their event
-/// texts take: the rows' share of the database, plus the envelope around
-/// each. Reserving that spares copying the buffer as it grows; it costs a
-/// count over the session's index entries and two lookups.
-fn texts_estimate(conn: &Connection, id: &str) -> (u64, usize) {
-    let sizes = conn.query_row(
-        "SELECT (SELECT count(*) FROM events WHERE session_id = ?1), \
-                (SELECT max(rowid) FROM events), \
-                (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())",
-        [id],
-        |r| {
-            Ok((
-                r.get::<_, Option<i64>>(0)?,
-                r.get::<_, Option<i64>>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-            ))
-        },
-    );
-    let Ok((Some(rows), Some(all_rows), Some(bytes))) = sizes else {
-        return (0, 0);
-    };
-    let (rows, all_rows, bytes) = (
-        rows.max(0) as u64,
-        all_rows.max(1) as u64,
-        bytes.max(0) as u64,
-    );
-    let estimate = rows.min(all_rows) * (bytes / all_rows + 64);
-    (
-        rows,
-        usize::try_from(estimate.min(bytes + rows * 64)).unwrap_or(0),
-    )
-}
-
-/// Splice the rows `sql` selects (seq order) for `params`; `capacity`
-/// bytes are reserved for the text first (a hint).
-fn splice_rows(
-    conn: &Connection,
-    path: &str,
-    sql: &str,
-    params: impl rusqlite::Params,
-    capacity: usize,
-) -> CoreResult<SplicedRows> {
-    let mut out = SplicedRows::new();
-    out.reserve(capacity);
-    let mut stmt = conn.prepare_cached(sql).map_err(|e| sql_err(path, e))?;
-    let mut rows = stmt.query(params).map_err(|e| sql_err(path, e))?;
-    while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
-        out.push(cells(row, 0).map_err(|e| sql_err(path, e))?);
-    }
-    Ok(out)
-}
-
-/// Sessions with at least this many rows are read on two connections.
-const PARALLEL_MIN_ROWS: u64 = 16_384;
-
-/// Splice every row of session `id`, in seq order: one part, or two. A
-/// long session's second half is read on a second (read-only) connection
-/// of its own thread while this one reads the first, into a buffer of its
-/// own (the log keeps both): only when `parallel` (the caller holds the
-/// write lock, so both see the same rows) and the database is a file.
-fn splice_session(
-    conn: &Connection,
-    path: &str,
-    id: &str,
-    parallel: bool,
-) -> CoreResult<Vec<SplicedRows>> {
-    let (rows, bytes) = texts_estimate(conn, id);
-    let split = if parallel && rows >= PARALLEL_MIN_ROWS && path != ":memory:" {
-        conn.query_row(
-            "SELECT seq FROM events WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
-            rusqlite::params![id, (rows / 2) as i64],
-            |r| r.get::<_, i64>(0),
-        )
-        .ok()
-    } else {
-        None
-    };
-    let Some(split) = split else {
-        return Ok(vec![splice_rows(conn, path, EVENT_ROWS, [id], bytes)?]);
-    };
-    let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| {
-            crate::log::lower_priority();
-            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let other = Connection::open_with_flags(path, flags).ok()?;
-            other.busy_timeout(Duration::from_secs(5)).ok()?;
-            splice_rows(
-                &other,
-                path,
-                EVENT_ROWS_FROM,
-                rusqlite::params![id, split],
-                bytes / 2,
-            )
-            .ok()
-        });
-        let first = splice_rows(
-            conn,
-            path,
-            EVENT_ROWS_BEFORE,
-            rusqlite::params![id, split],
-            // Half the estimate and some room (on Linux, glibc remaps a
-            // large buffer that outgrows it rather than copying it).
-            bytes / 2 + bytes / 16,
-        );
-        (first, second.join().ok().flatten())
-    });
-    let first = first?;
-    // Without its own connection (or if it failed), read the rest here.
-    let second = match second {
-        Some(rest) => rest,
-        None => splice_rows(conn, path, EVENT_ROWS_FROM, rusqlite::params![id, split], 0)?,
-    };
-    if (first.rows + second.rows) as u64 != rows {
-        // A row the split missed (a seq that is not a number compares
-        // with neither half): read them all in one query instead.
-        return Ok(vec![splice_rows(conn, path, EVENT_ROWS, [id], bytes)?]);
-    }
-    Ok(vec![first, second])
-}
-
 /// Read session `id` of the database at `path` and repair it in memory
 /// (SPEC 11), with how many event rows it has (a torn tail included);
 /// `None` when it has no `sessions` row. Writes nothing.
 ///
-/// Every row's event text is spliced from its columns into one buffer and
-/// read once, checking that each column was exactly the value the event
-/// read there. A database with a row that fails that is read again row by
-/// row, as a log with damaged records.
+/// Every row's event text is spliced from its columns into pieces, each
+/// folded as it is made (on a thread of its own: `read_spliced`), checking
+/// that each column was exactly the value the event read there. A database
+/// with a row that fails that is read again row by row, as a log with
+/// damaged records.
 pub fn read_session(
     conn: &Connection,
     path: &str,
     id: &str,
     observe: Observe<'_>,
 ) -> CoreResult<Option<(Repaired, usize)>> {
-    read_session_with(conn, path, id, false, observe)
-}
-
-/// `read_session`; `parallel`: the caller holds the database's write lock
-/// (see `splice_session`).
-fn read_session_with(
-    conn: &Connection,
-    path: &str,
-    id: &str,
-    parallel: bool,
-    observe: Observe<'_>,
-) -> CoreResult<Option<(Repaired, usize)>> {
     let Some(header) = read_header(conn, path, id)? else {
         return Ok(None);
     };
-    let mut spliced = splice_session(conn, path, id, parallel)?;
-    let rows = spliced.iter().map(|p| p.rows).sum();
-    if let Some(repaired) = complete_spliced(id, &header, &mut spliced, observe)? {
+    let (repaired, rows) = read_spliced(id, &header, observe, |splicer| {
+        let mut stmt = conn
+            .prepare_cached(EVENT_ROWS)
+            .map_err(|e| sql_err(path, e))?;
+        let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
+        while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
+            splicer.push(cells(row, 0).map_err(|e| sql_err(path, e))?);
+        }
+        Ok(())
+    })?;
+    if let Some(repaired) = repaired {
         return Ok(Some((repaired, rows)));
     }
-    // Free what the read held before the row-by-row one.
-    drop(spliced);
     read_rows(conn, path, id, header).map(Some)
 }
 
 const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
      WHERE session_id = ?1 ORDER BY seq";
-const EVENT_ROWS_BEFORE: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op \
-     FROM events WHERE session_id = ?1 AND seq < ?2 ORDER BY seq";
-const EVENT_ROWS_FROM: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op \
-     FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq";
 
 /// Refuse a row whose columns have a type the schema does not give them (a
 /// table made by hand without STRICT can hold a REAL or TEXT `seq`): that is
@@ -616,10 +486,7 @@ impl Backend for SqliteBackend {
         self.with(|conn| {
             // One immediate transaction: the rows read are the rows repaired.
             self.commit(conn, |tx| {
-                // The immediate transaction holds the write lock: a second
-                // connection may read half the rows.
-                let Some((repaired, _)) = read_session_with(tx, &self.path, id, true, observe)?
-                else {
+                let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
                     return Ok(None);
                 };
                 if repaired.torn {
@@ -888,8 +755,8 @@ mod tests {
     }
 
     #[test]
-    fn a_long_session_read_on_two_connections_is_the_same_log() {
-        let dir = std::env::temp_dir().join(format!("dsh-sqlite-two-{}", std::process::id()));
+    fn a_long_session_folded_piece_by_piece_is_the_log_read_row_by_row() {
+        let dir = std::env::temp_dir().join(format!("dsh-sqlite-pieces-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("s.db").to_string_lossy().into_owned();
         let b = SqliteBackend::new(path.clone(), "wal".into());
@@ -897,7 +764,8 @@ mod tests {
             id: "long".into(),
             file: String::new(),
         };
-        let n = PARALLEL_MIN_ROWS + 1001;
+        // Rows of about 60 bytes: over three pieces of text.
+        let n = (3 * crate::log::PIECE_BYTES / 50) as u64;
         let lines: String = (0..n)
             .map(|seq| {
                 format!(
@@ -931,8 +799,8 @@ mod tests {
                 .events_json(0, slow.0.log.len(), &[])
                 .expect("texts read")
         );
-        // A torn last row (in the half the second connection reads) is
-        // dropped by the repair, durably, as on one connection.
+        // A torn last row (in the last piece) is dropped by the repair,
+        // durably.
         b.with(|c| {
             c.execute(
                 "INSERT INTO events (session_id, seq, type, time, data) VALUES ('long', ?1, 'x', 1, '{')",

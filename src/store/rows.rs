@@ -375,6 +375,9 @@ pub(crate) fn read_spliced(
     let (send, pieces) = mpsc::channel();
     let (spliced, folded, rows, whole) = std::thread::scope(|scope| {
         let folding = scope.spawn(|| {
+            // Below the JS thread, as a read's helpers are: the splicing
+            // thread and this one would otherwise crowd it off two cores.
+            crate::log::lower_priority();
             let verify =
                 |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
             Log::from_arriving(header.clone(), pieces, &verify, &mut observe)

@@ -140,3 +140,42 @@ describe('SPEC 11 JSONL load repairs any torn crash point durably', () => {
     )
   })
 })
+
+describe('SPEC 11 JSONL load of a log longer than its read pieces', () => {
+  // Past 1 MiB a load folds the file in pieces as it reads them
+  // (src/store/jsonl.rs `read_folding`): a crash point anywhere in a long
+  // log, and so in any piece, is repaired as in a short one.
+  it('keeps every complete event, drops the torn line and appends the closers', async () => {
+    const log = agentLog(7, 14_000)
+    const lines = log.map((e) => JSON.stringify(e))
+    const header = { version: 0, id: 'long', createdAt: 1_760_000_000_000 }
+    const head = JSON.stringify({ type: 'session', ...header })
+    expect(lines.reduce((n, l) => n + l.length + 1, 0)).toBeGreaterThan(2 << 20)
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: log.length }),
+        fc.integer({ min: 0, max: 60 }),
+        async (keep, tornBytes) => {
+          const prefix = log.slice(0, keep)
+          const dir = path.join(root, `long-${run++}`)
+          const store = new JsonlSessionStore({ root: dir })
+          const torn = (lines[keep] ?? '').slice(0, tornBytes)
+          const file = store.locate(header as never).path
+          mkdirSync(path.dirname(file), { recursive: true })
+          writeFileSync(file, `${head}\n${lines.slice(0, keep).join('\n')}\n${torn}`)
+
+          const closers = interruptedTurnClosers(prefix)
+          const loaded = await store.load('long')
+          expect(loaded.events.length).toBe(prefix.length + closers.length)
+          expect(loaded.events).toEqual([...prefix, ...closers])
+          const onDisk = readFileSync(file, 'utf8')
+          expect(onDisk).toBe(`${head}\n${[...lines.slice(0, keep), ...closers.map((c) => JSON.stringify(c))].join('\n')}\n`)
+          await store.close()
+          rmSync(dir, { recursive: true, force: true })
+        },
+      ),
+      { numRuns: 25 },
+    )
+  })
+})

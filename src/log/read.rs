@@ -8,6 +8,8 @@ use crate::event::{read_event, EventText, ReadError};
 use crate::priority::lower_priority;
 use crate::session_header::SessionHeader;
 use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::sync::mpsc;
 
 /// Logs shorter than this are read on one thread.
 pub(super) const PARALLEL_MIN_LINES: usize = 4096;
@@ -480,21 +482,17 @@ impl Log {
     /// are and taken compressed (`take`), two halves on two threads
     /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        Log::read_pieces(borrowed_halves(bytes), Helper::Awaited, None).map_err(|(e, _)| e)
+        Log::read_pieces(borrowed_halves(bytes), Helper::Awaited).map_err(|(e, _)| e)
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
-    /// buffer comes back with the error. `observe` is told of each event
-    /// once folded (a store's `open` hands payloads to JS meanwhile).
-    pub fn from_jsonl_vec(
-        bytes: Vec<u8>,
-        observe: Observe<'_>,
-    ) -> Result<Log, (CoreError, Vec<u8>)> {
+    /// buffer comes back with the error.
+    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
         if let Err(e) = std::str::from_utf8(&bytes) {
             let line = newlines(&bytes[..e.valid_up_to()]) + 1;
             return Err((invalid_utf8(line), bytes));
         }
-        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background, observe)
+        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background)
             .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
     }
 
@@ -505,9 +503,8 @@ impl Log {
     pub(super) fn read_pieces<'a>(
         pieces: Vec<Piece<'a>>,
         helper: Helper,
-        mut observe: Observe<'_>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::with_helper(helper).finish(prepare_all(pieces, helper), &mut observe)
+        Stream::with_helper(helper).finish(prepare_all(pieces, helper), &mut None)
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -644,6 +641,42 @@ impl Log {
     }
 }
 
+/// Wait on `pieces`: each piece that arrives while the sender lives goes
+/// to `each`, in order (one for which it returns false ends the wait:
+/// `None`); the pieces still waiting once the sender is gone come back, to
+/// be read together.
+pub(super) fn arrivals<P>(
+    pieces: &mpsc::Receiver<P>,
+    mut each: impl FnMut(P) -> bool,
+) -> Option<Vec<P>> {
+    let mut waiting = VecDeque::new();
+    loop {
+        // What has arrived waits; a gone sender ends the stream.
+        let ended = loop {
+            match pieces.try_recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(mpsc::TryRecvError::Empty) => break false,
+                Err(mpsc::TryRecvError::Disconnected) => break true,
+            }
+        };
+        if ended {
+            break;
+        }
+        match waiting.pop_front() {
+            Some(piece) => {
+                if !each(piece) {
+                    return None;
+                }
+            }
+            None => match pieces.recv() {
+                Ok(piece) => waiting.push_back(piece),
+                Err(_) => break,
+            },
+        }
+    }
+    Some(waiting.into())
+}
+
 /// A piece of event texts, one per span, that arrives while the rest is
 /// made (`Log::from_arriving`).
 pub(crate) trait ArrivingPiece: Send + Sync {
@@ -661,14 +694,14 @@ impl Log {
     /// `None` when an event fails (the caller reads them another way).
     pub(crate) fn from_arriving<P: ArrivingPiece>(
         header: SessionHeader,
-        pieces: std::sync::mpsc::Receiver<P>,
+        pieces: mpsc::Receiver<P>,
         verify: &(dyn Fn(&P, &str, usize, &EventText<'_>) -> bool + Sync),
         observe: &mut Observe<'_>,
     ) -> Option<Log> {
         let mut log = Log::new(header);
         let mut texts = Vec::new();
         let mut bytes = 0;
-        let mut fold = |log: &mut Log, batch: Vec<P>, helper: Option<Helper>| {
+        let mut fold = |batch: Vec<P>, helper: Option<Helper>| {
             let parts: Vec<Part<'_>> = batch
                 .iter()
                 .map(|p| Part {
@@ -688,31 +721,11 @@ impl Log {
             }
             folded.is_ok()
         };
-        loop {
-            let mut waiting = Vec::new();
-            // What has arrived waits; a gone sender ends the stream.
-            let ended = loop {
-                match pieces.try_recv() {
-                    Ok(piece) => waiting.push(piece),
-                    Err(std::sync::mpsc::TryRecvError::Empty) => break false,
-                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break true,
-                }
-            };
-            if ended {
-                if !fold(&mut log, waiting, Some(Helper::Background)) {
-                    return None;
-                }
-                break;
-            }
-            if waiting.is_empty() {
-                match pieces.recv() {
-                    Ok(piece) => waiting.push(piece),
-                    Err(_) => break,
-                }
-            }
-            if !fold(&mut log, waiting, None) {
-                return None;
-            }
+        // Each piece as it arrives, on this thread; those still waiting
+        // once the sender is gone, together on two.
+        let rest = arrivals(&pieces, |piece| fold(vec![piece], None))?;
+        if !fold(rest, Some(Helper::Background)) {
+            return None;
         }
         log.texts_mut().adopt_buffers(texts);
         Some(log)
@@ -773,7 +786,6 @@ mod tests {
         Log::read_pieces(
             pieces.into_iter().map(Piece::Keep).collect(),
             Helper::Awaited,
-            None,
         )
         .map_err(|(e, _)| e)
     }
@@ -826,7 +838,7 @@ mod tests {
     #[test]
     fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
         for (bytes, defect) in cases_with_defects() {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone(), None).map_err(|(e, _)| e));
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
             match (&whole, defect) {
                 (Ok(_), None) => {}
                 (Err((line, message)), Some((at, fragment))) => {
@@ -856,7 +868,7 @@ mod tests {
         // compressor, while a kept buffer does.
         let mut borrowed = Log::from_jsonl(&long).expect("a long log reads");
         assert!(borrowed.texts_mut().compress(0), "nothing waits");
-        let mut kept = Log::from_jsonl_vec(long.clone(), None).expect("a long log reads");
+        let mut kept = Log::from_jsonl_vec(long.clone()).expect("a long log reads");
         assert!(!kept.texts_mut().compress(0), "the kept buffer waits");
         let mut cases = cases();
         let mut bad = long.clone();
@@ -864,7 +876,7 @@ mod tests {
         bad[at] = b'{';
         cases.extend([long, bad]);
         for bytes in cases {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone(), None).map_err(|(e, _)| e));
+            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
             assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
             let copied = match halves(&bytes) {
                 Some((a, b)) => vec![a.to_vec(), b.to_vec()],

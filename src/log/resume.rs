@@ -15,11 +15,10 @@
 //! reads the rest from the log as it would without it.
 
 use super::project::PayloadBatch;
-use super::read::{borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
+use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
-use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -99,11 +98,7 @@ impl JsonlReading {
         let mut reading = JsonlReading::lifting(lift_min);
         reading.ended = true;
         if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
-            let read = Log::read_pieces(
-                vec![Piece::Borrow((*bytes).as_ref())],
-                Helper::Awaited,
-                None,
-            );
+            let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())], Helper::Awaited);
             reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
             return reading;
         }
@@ -168,8 +163,8 @@ impl JsonlReading {
         }
         let last = self.cutter.rest();
         if self.pieces.is_none() {
-            let read = Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited, None)
-                .map_err(|(e, _)| e);
+            let read =
+                Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited).map_err(|(e, _)| e);
             self.state = State::Read(Box::new(read));
             return;
         }
@@ -285,28 +280,13 @@ pub(crate) fn read_arriving(
     observe: &mut Observe<'_>,
 ) -> Result<Log, CoreError> {
     let mut stream = Stream::with_helper(helper);
-    let mut waiting = VecDeque::new();
-    loop {
-        // What has arrived waits; a gone sender ends the stream.
-        let ended = loop {
-            match pieces.try_recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(mpsc::TryRecvError::Empty) => break false,
-                Err(mpsc::TryRecvError::Disconnected) => break true,
-            }
-        };
-        if ended {
-            break;
-        }
-        match waiting.pop_front() {
-            Some(piece) => stream.piece(prepare(Piece::Keep(piece)), observe),
-            None => match pieces.recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(_) => break,
-            },
-        }
-    }
-    let rest = prepare_all(waiting.into_iter().map(Piece::Keep).collect(), helper);
+    let arrived = arrivals(pieces, |piece| {
+        stream.piece(prepare(Piece::Keep(piece)), observe);
+        true
+    });
+    // Never ended early: a defect is the stream's to report.
+    let rest = arrived.unwrap_or_default();
+    let rest = prepare_all(rest.into_iter().map(Piece::Keep).collect(), helper);
     stream.finish(rest, observe).map_err(|(e, _)| e)
 }
 

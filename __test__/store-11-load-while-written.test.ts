@@ -6,12 +6,11 @@
 // acknowledged meanwhile, closed as SPEC 8 closes an interrupted turn;
 // never an error and never a torn event.
 
-import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as path from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { interruptedTurnClosers, STORES, tempDir, type AnyEvent } from './fixtures-crash/stores.js'
+import { interruptedTurnClosers, spawnChild, STORES, tempDir, type AnyEvent } from './fixtures-crash/stores.js'
 
 const WRITER = path.join(__dirname, 'fixtures-crash', 'writer.cjs')
 const ID = 'written'
@@ -21,28 +20,17 @@ describe('SPEC 11: a load while another process writes a long log', () => {
     it(`${kind}: each load is a prefix of what the writer acknowledged, closed`, async () => {
       const dir = tempDir(`written-${kind}`)
       // Turns of up to 60 KB: the log passes 3 MiB after about a hundred.
-      const child = spawn(process.execPath, [WRITER, kind, dir, ID, 'append', '5', '60000'], { stdio: ['ignore', 'pipe', 'pipe'] })
-      const acked: AnyEvent[] = []
-      let stderr = ''
-      let buffered = ''
-      child.stdout.setEncoding('utf8')
-      child.stdout.on('data', (chunk: string) => {
-        buffered += chunk
-        for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
-          const line = buffered.slice(0, nl)
-          buffered = buffered.slice(nl + 1)
-          if (line.startsWith('ACK ')) acked.push(...(JSON.parse(line.slice(4)) as AnyEvent[]))
-        }
-      })
-      child.stderr.on('data', (chunk) => (stderr += chunk))
-      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
+      const writer = spawnChild(WRITER, [kind, dir, ID, 'append', '5', '60000'])
+      const { acked } = writer
+      let exited = false
+      writer.exit.then(() => (exited = true))
       const reader = make(dir)
       let loads = 0
       const seen: { before: number; events: AnyEvent[] }[] = []
+      const size = (events: AnyEvent[]) => events.reduce((n, e) => n + JSON.stringify(e).length + 1, 0)
       try {
-        const bytes = () => acked.reduce((n, e) => n + JSON.stringify(e).length + 1, 0)
-        while (loads < 12 || bytes() < 3 << 20) {
-          if (child.exitCode !== null) throw new Error(`writer exited: ${stderr}`)
+        while (loads < 12 || size(acked) < 3 << 20) {
+          if (exited) throw new Error(`writer exited: ${writer.stderr}`)
           if (acked.length === 0) {
             await new Promise((resolve) => setTimeout(resolve, 20))
             continue
@@ -53,8 +41,8 @@ describe('SPEC 11: a load while another process writes a long log', () => {
           seen.push({ before, events })
         }
       } finally {
-        child.kill('SIGKILL')
-        await exited
+        writer.kill()
+        await writer.exit
         await reader.close()
         fs.rmSync(dir, { recursive: true, force: true })
       }
@@ -71,7 +59,6 @@ describe('SPEC 11: a load while another process writes a long log', () => {
         expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
       }
       // The later loads read logs of several pieces.
-      const size = (events: AnyEvent[]) => events.reduce((n, e) => n + JSON.stringify(e).length + 1, 0)
       expect(seen.filter((l) => size(l.events) > 2 << 20).length).toBeGreaterThanOrEqual(2)
     }, 120_000)
   }

@@ -5,7 +5,6 @@
 // second writer of a live lease is refused (SESSION_IN_USE), and readers
 // never write.
 
-import { spawn } from 'node:child_process'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -21,9 +20,11 @@ import {
   psqlExec,
   rejection,
   Session,
+  spawnChild,
   turnBatches,
   turns,
   type AnyEvent,
+  type Child,
   type SessionStore,
   testCleanup,
 } from './fixtures-crash/stores.js'
@@ -50,39 +51,10 @@ function liveSession(id: string, events: AnyEvent[]): InstanceType<typeof Sessio
   return s
 }
 
-interface Child {
-  acked: AnyEvent[]
-  views: AnyEvent[][]
-  stderr: string
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  kill: () => void
-}
-
-/** Spawn a fixture child, collecting its `ACK` batches and `VIEW`s. */
+/** A fixture child (`spawnChild`), killed after the test if still running. */
 function child(script: string, args: string[]): Child {
-  const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-  const out: Child = {
-    acked: [],
-    views: [],
-    stderr: '',
-    exit: new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal }))),
-    kill: () => proc.kill('SIGKILL'),
-  }
-  cleanup.push(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-  })
-  let buffered = ''
-  proc.stdout.setEncoding('utf8')
-  proc.stdout.on('data', (chunk: string) => {
-    buffered += chunk
-    for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, nl)
-      buffered = buffered.slice(nl + 1)
-      if (line.startsWith('ACK ')) out.acked.push(...(JSON.parse(line.slice(4)) as AnyEvent[]))
-      if (line.startsWith('VIEW ')) out.views.push(JSON.parse(line.slice(5)) as AnyEvent[])
-    }
-  })
-  proc.stderr.on('data', (chunk) => (out.stderr += chunk))
+  const out = spawnChild(script, args)
+  cleanup.push(out.kill)
   return out
 }
 

@@ -1,6 +1,6 @@
 // Shared builders for the store tests (not a test file itself).
 
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import { createRequire } from 'node:module'
 import * as os from 'node:os'
@@ -164,3 +164,42 @@ export function sqlText(text: string): string {
   return `$dsh$${text}$dsh$`
 }
 
+
+/** A fixture child process (writer.cjs, reader.cjs) and what it printed. */
+export interface Child {
+  /** The events of its `ACK` lines, in order. */
+  acked: AnyEvent[]
+  /** The logs of its `VIEW` lines. */
+  views: AnyEvent[][]
+  stderr: string
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  /** SIGKILL it, if it still runs. */
+  kill: () => void
+}
+
+/** Spawn `script` with `args` under this Node, collecting its `ACK` batches and `VIEW`s. */
+export function spawnChild(script: string, args: string[]): Child {
+  const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const out: Child = {
+    acked: [],
+    views: [],
+    stderr: '',
+    exit: new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal }))),
+    kill: () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+    },
+  }
+  let buffered = ''
+  proc.stdout.setEncoding('utf8')
+  proc.stdout.on('data', (chunk: string) => {
+    buffered += chunk
+    for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, nl)
+      buffered = buffered.slice(nl + 1)
+      if (line.startsWith('ACK ')) out.acked.push(...(JSON.parse(line.slice(4)) as AnyEvent[]))
+      if (line.startsWith('VIEW ')) out.views.push(JSON.parse(line.slice(5)) as AnyEvent[])
+    }
+  })
+  proc.stderr.on('data', (chunk) => (out.stderr += chunk))
+  return out
+}

@@ -16,7 +16,7 @@ import * as path from 'node:path'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import * as api from '../index.js'
-import { JsonlSessionStore, Session, SessionId } from '../index.js'
+import { JsonlSessionStore, Session, SessionId, SqliteSessionStore } from '../index.js'
 
 type Internal = { liftMin: number | undefined }
 const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
@@ -138,5 +138,70 @@ describe('long strings cross decoded, each put back in its place', () => {
     expect(digest(opened.deriveMessages())).toBe(digest(read.deriveMessages()))
     expect(opened.toJsonl() === text).toBe(true)
     await store.close()
+  })
+})
+
+// A long string handed to JS is kept once (issue 21): JS holds it as a
+// string viewing the units the read decoded, and the log's compressed
+// texts keep those units in its place instead of its text
+// (src/log/texts.rs `Block::Holed`), writing it back as JSON text when a
+// block is opened. Whatever the strings hold, every text must read back
+// byte for byte: `toJsonl()`, a fork's, a flush to another store, and
+// `events`. A log of 1 MiB or more is compressed (a `Buffer` read as it is
+// read, other reads by a thread the next native calls take up).
+describe('a long string JS holds is kept once, and every text reads back byte for byte', () => {
+  const settled = async (session: Session) => {
+    session.deriveMessages()
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    return session.deriveMessages()
+  }
+  const readers = {
+    'fromJsonl(Buffer)': async (text: string) => Session.fromJsonl(Buffer.from(text)),
+    'fromJsonl(string)': async (text: string) => Session.fromJsonl(text),
+    'a JSONL store open': async (text: string, root: string) => {
+      const store = new JsonlSessionStore({ root })
+      fs.writeFileSync(logFile(store), text)
+      const opened = await store.open(HEADER.id)
+      await store.close()
+      return opened
+    },
+    'a SQLite store open': async (text: string, root: string) => {
+      const store = new SqliteSessionStore({ path: path.join(root, 'sessions.db') })
+      await store.flush(Session.fromJsonl(text))
+      await store.close()
+      const reopened = new SqliteSessionStore({ path: path.join(root, 'sessions.db') })
+      const opened = await reopened.open(HEADER.id)
+      await reopened.close()
+      return opened
+    },
+  }
+  it.each(Object.keys(readers))('%s', async (reader) => {
+    const read = readers[reader as keyof typeof readers]
+    await fc.assert(
+      fc.asyncProperty(payloadsArb, fc.integer({ min: 1, max: 12 }), async (payloads, liftMin) => {
+        const lines = logOf(payloads, true)
+        // A turn around them: a fork is cut where a turn ends.
+        lines.push(`{"type":"turn/start","seq":${lines.length - 1},"time":1,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}`)
+        lines.push(`{"type":"turn/end","seq":${lines.length - 1},"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
+        const text = `${lines.join('\n')}\n`
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-kept-once-'))
+        dirs.push(root)
+        internal.liftMin = liftMin
+        const session = await read(text, root)
+        internal.liftMin = undefined
+        const messages = await settled(session)
+        expect(exact(messages)).toBe(exact(Session.fromJsonl(text).deriveMessages()))
+        expect(session.toJsonl() === text).toBe(true)
+        // A fork has a header of its own; its events are the same texts.
+        const events = (jsonl: string) => jsonl.slice(jsonl.indexOf('\n'))
+        expect(events(session.fork().toJsonl()) === events(text)).toBe(true)
+        expect(session.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
+        const other = new JsonlSessionStore({ root: path.join(root, 'other') })
+        await other.flush(session)
+        await other.close()
+        expect(fs.readFileSync(other.locate(HEADER).path, 'utf8') === text).toBe(true)
+      }),
+      { numRuns: 15 },
+    )
   })
 })

@@ -507,16 +507,192 @@ pub fn member<'a>(members: &[(&'a str, &'a str)], name: &str) -> Option<&'a str>
 /// 256 and the text is ASCII (`Units::Latin1`), UTF-16 otherwise, lone
 /// surrogates included. Runs without a backslash are copied whole, so a
 /// long tool output decodes at memory speed. `None` when it is not valid
-/// string contents.
-pub fn string_contents(inner: &str) -> Option<Units> {
+/// string contents. With them, whether `escape_units` of those units
+/// writes `inner` back byte for byte (`JSON.stringify` spells it so): false
+/// when `inner` has an escape stringify does not write, `\/`, a `\u` with
+/// an uppercase hex digit, or a `\u` of a unit other than a control
+/// character without a short escape or a lone surrogate. Found while
+/// decoding, in the same pass.
+pub fn string_contents(inner: &str) -> Option<(Units, bool)> {
     if inner.is_ascii() {
-        if let Some(bytes) = unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
-            out.extend_from_slice(run.as_bytes())
-        }) {
-            return Some(Units::Latin1(bytes));
+        if let Some((bytes, exact)) =
+            unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
+                out.extend_from_slice(run.as_bytes())
+            })
+        {
+            return Some((Units::Latin1(bytes), exact));
         }
     }
-    utf16_units(inner).map(Units::Utf16)
+    unescape_utf16(inner).map(|(units, exact)| (Units::Utf16(units), exact))
+}
+
+/// Append the contents (no quotes) `JSON.stringify` writes for the string
+/// of these code units: `"`, `\\` and the control characters escaped
+/// (`\b \f \n \r \t`, the others `\u00xx`), lone surrogates as `\uxxxx`
+/// (lowercase hex), every other unit or surrogate pair as its character in
+/// UTF-8. Runs that need no escape are copied whole (a multi-megabyte tool
+/// output is mostly such runs).
+pub fn escape_units(units: &Units, out: &mut String) {
+    match units {
+        Units::Latin1(units) => {
+            out.reserve(units.len());
+            let mut at = 0;
+            while at < units.len() {
+                let run = plain_bytes(&units[at..]);
+                // Plain units are ASCII: the run is UTF-8 as it is.
+                out.push_str(std::str::from_utf8(&units[at..at + run]).unwrap_or_default());
+                at += run;
+                if let Some(&u) = units.get(at) {
+                    escape_char(char::from(u), out);
+                    at += 1;
+                }
+            }
+        }
+        Units::Utf16(units) => {
+            out.reserve(units.len());
+            let mut at = 0;
+            while at < units.len() {
+                let run = plain_units(&units[at..]);
+                out.extend(units[at..at + run].iter().map(|&u| char::from(u as u8)));
+                at += run;
+                let end = units.len().min(at + 2);
+                match char::decode_utf16(units[at..end].iter().copied()).next() {
+                    Some(Ok(c)) => {
+                        escape_char(c, out);
+                        at += c.len_utf16();
+                    }
+                    Some(Err(lone)) => {
+                        escape_code(lone.unpaired_surrogate(), out);
+                        at += 1;
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+/// A unit `escape_units` copies as it is: printable ASCII but `"` and `\\`.
+#[inline(always)]
+fn plain_unit(u: u16) -> bool {
+    (0x20..0x80).contains(&u) && u != 0x22 && u != 0x5c
+}
+
+/// How many of `units` from the start are `plain_unit`s: a mask of 16 at a
+/// time (a fold the compiler vectorizes), then one by one.
+fn plain_prefix<T: Copy + Into<u16>>(units: &[T]) -> usize {
+    let mut n = 0;
+    for chunk in units.chunks_exact(16) {
+        let stops = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (i, &u)| m | u32::from(!plain_unit(u.into())) << i);
+        if stops != 0 {
+            return n + stops.trailing_zeros() as usize;
+        }
+        n += 16;
+    }
+    n + units[n..]
+        .iter()
+        .position(|&u| !plain_unit(u.into()))
+        .unwrap_or(units.len() - n)
+}
+
+/// The bytes of `chunk` that are not `plain_unit`s, one bit each.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn sse2_stops(chunk: std::arch::x86_64::__m128i) -> u32 {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of every x86-64; these only compute on registers.
+    unsafe {
+        let quote = _mm_cmpeq_epi8(chunk, _mm_set1_epi8(b'"' as i8));
+        let slash = _mm_cmpeq_epi8(chunk, _mm_set1_epi8(b'\\' as i8));
+        // Bytes < 0x20: min(chunk, 0x1f) == chunk, unsigned.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, _mm_set1_epi8(0x1f)), chunk);
+        let escaped = _mm_or_si128(_mm_or_si128(quote, slash), control);
+        // And bytes >= 0x80 (their top bit).
+        (_mm_movemask_epi8(escaped) | _mm_movemask_epi8(chunk)) as u32
+    }
+}
+
+/// How many of `bytes` from the start are `plain_unit`s.
+#[cfg(target_arch = "x86_64")]
+fn plain_bytes(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    while n + 16 <= bytes.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: the 16 bytes read are in bounds (checked above); loadu
+        // has no alignment need.
+        let chunk = unsafe { _mm_loadu_si128(bytes.as_ptr().add(n).cast()) };
+        let stops = sse2_stops(chunk);
+        if stops != 0 {
+            return n + stops.trailing_zeros() as usize;
+        }
+        n += 16;
+    }
+    n + plain_prefix(&bytes[n..])
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn plain_bytes(bytes: &[u8]) -> usize {
+    plain_prefix(bytes)
+}
+
+/// How many of `units` from the start are `plain_unit`s.
+#[cfg(target_arch = "x86_64")]
+fn plain_units(units: &[u16]) -> usize {
+    let mut n = 0;
+    while n + 16 <= units.len() {
+        use std::arch::x86_64::*;
+        // SAFETY: the 16 units read are in bounds (checked above); loadu
+        // has no alignment need; SSE2 is part of every x86-64.
+        let chunk = unsafe {
+            let at = units.as_ptr().add(n);
+            let (a, b) = (
+                _mm_loadu_si128(at.cast()),
+                _mm_loadu_si128(at.add(8).cast()),
+            );
+            // To bytes, saturated: a unit above 0xff becomes 0xff (top bit
+            // set), one from 0x8000 (negative as i16) 0 (a control byte),
+            // so each stops as it should.
+            _mm_packus_epi16(a, b)
+        };
+        let stops = sse2_stops(chunk);
+        if stops != 0 {
+            return n + stops.trailing_zeros() as usize;
+        }
+        n += 16;
+    }
+    n + plain_prefix(&units[n..])
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn plain_units(units: &[u16]) -> usize {
+    plain_prefix(units)
+}
+
+/// `c` as `JSON.stringify` writes it.
+fn escape_char(c: char, out: &mut String) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if c < ' ' => escape_code(c as u16, out),
+        c => out.push(c),
+    }
+}
+
+/// `\uxxxx`, lowercase.
+fn escape_code(u: u16, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push_str("\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(char::from(HEX[usize::from((u >> shift) & 0xf)]));
+    }
 }
 
 /// The code units of a JSON string, as `JSON.parse` makes them.
@@ -553,16 +729,25 @@ impl UnitSink for Vec<u16> {
 }
 
 /// Decode the escapes of `inner` into `out`, the runs between them through
-/// `run`; `None` on a malformed escape or a unit `out` cannot hold.
-fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) -> Option<O> {
+/// `run`; `None` on a malformed escape or a unit `out` cannot hold. With
+/// them, whether every escape is one `escape_units` writes.
+fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) -> Option<(O, bool)> {
     let b = inner.as_bytes();
     let mut at = 0;
+    let mut exact = true;
+    // Where the last `\u` escape of a high surrogate ended: a low one's
+    // escape starting there makes a pair, which stringify writes raw.
+    let mut high_end = usize::MAX;
     while let Some(i) = memchr::memchr(b'\\', &b[at..]).map(|i| at + i) {
         run(&mut out, &inner[at..i]);
         let unit = match *b.get(i + 1)? {
             b'"' => 0x22,
             b'\\' => 0x5c,
-            b'/' => 0x2f,
+            b'/' => {
+                // Stringify writes `/` as it is.
+                exact = false;
+                0x2f
+            }
             b'b' => 0x08,
             b'f' => 0x0c,
             b'n' => 0x0a,
@@ -574,7 +759,21 @@ fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) ->
                     return None;
                 }
                 at = i + 6;
-                if !out.unit(u16::from_str_radix(hex, 16).ok()?) {
+                let unit = u16::from_str_radix(hex, 16).ok()?;
+                if exact {
+                    exact = !hex.bytes().any(|h| h.is_ascii_uppercase())
+                        && match unit {
+                            0x08..=0x0a | 0x0c | 0x0d => false,
+                            0..=0x1f => true,
+                            0xd800..=0xdbff => {
+                                high_end = at;
+                                true
+                            }
+                            0xdc00..=0xdfff => high_end != i,
+                            _ => false,
+                        };
+                }
+                if !out.unit(unit) {
                     return None;
                 }
                 continue;
@@ -587,12 +786,16 @@ fn unescape<O: UnitSink>(inner: &str, mut out: O, run: impl Fn(&mut O, &str)) ->
         }
     }
     run(&mut out, &inner[at..]);
-    Some(out)
+    Some((out, exact))
 }
 
 /// The UTF-16 code units a JSON string's contents (between the quotes, as
 /// the scanner returned them) stand for; lone surrogates included.
 pub fn utf16_units(inner: &str) -> Option<Vec<u16>> {
+    unescape_utf16(inner).map(|(units, _)| units)
+}
+
+fn unescape_utf16(inner: &str) -> Option<(Vec<u16>, bool)> {
     unescape(inner, Vec::with_capacity(inner.len()), |out, run| {
         out.extend(run.encode_utf16())
     })
@@ -925,7 +1128,7 @@ mod tests {
                     i += n;
                 }
             }
-            let decoded = match string_contents(&text).expect("valid contents") {
+            let decoded = match string_contents(&text).expect("valid contents").0 {
                 Units::Latin1(b) => {
                     assert!(
                         text.is_ascii(),
@@ -936,10 +1139,226 @@ mod tests {
                 Units::Utf16(u) => u,
             };
             assert_eq!(decoded, units, "{text:?}");
+            // Exact just when stringify would spell the units so.
+            let (units, exact) = string_contents(&text).expect("valid contents");
+            assert_eq!(exact, escaped(&units) == text, "{text:?}");
         }
         assert_eq!(string_contents("\\x"), None);
         assert_eq!(string_contents("\\u12"), None);
         assert_eq!(string_contents("ab\\"), None);
+    }
+
+    /// The units as UTF-16, whichever way they are held.
+    fn wide(units: &Units) -> Vec<u16> {
+        match units {
+            Units::Latin1(b) => b.iter().map(|&c| c.into()).collect(),
+            Units::Utf16(u) => u.clone(),
+        }
+    }
+
+    fn escaped(units: &Units) -> String {
+        let mut out = String::from("[before]");
+        escape_units(units, &mut out);
+        out.strip_prefix("[before]").expect("appended").to_string()
+    }
+
+    /// A small deterministic PRNG (xorshift64), so a failure replays exactly.
+    fn rng(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |k| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % k as u64) as usize
+        }
+    }
+
+    /// serde_json escapes as `JSON.stringify` does (short escapes, `\u00xx`
+    /// lowercase for the other control characters, nothing else escaped).
+    #[test]
+    fn serde_json_escapes_as_json_stringify_does() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        let mut want = String::new();
+        for c in all.chars() {
+            match c {
+                '"' => want.push_str("\\\""),
+                '\\' => want.push_str("\\\\"),
+                '\u{8}' => want.push_str("\\b"),
+                '\u{c}' => want.push_str("\\f"),
+                '\n' => want.push_str("\\n"),
+                '\r' => want.push_str("\\r"),
+                '\t' => want.push_str("\\t"),
+                c if c < ' ' => want.push_str(&format!("\\u{:04x}", c as u32)),
+                c => want.push(c),
+            }
+        }
+        assert_eq!(serde_json::to_string(&all).unwrap(), format!("\"{want}\""));
+        let raw = "/\u{7f}\u{80}é\u{ff}\u{100}\u{2028}\u{2029}\u{feff}\u{ffff}😀\u{10ffff}";
+        assert_eq!(serde_json::to_string(raw).unwrap(), format!("\"{raw}\""));
+    }
+
+    /// Random Rust strings written by serde_json (as JSON.stringify would):
+    /// their contents decode to the string's units, exactly spelled, and
+    /// escape back to the same text.
+    #[test]
+    fn well_formed_strings_decode_exactly_and_escape_back() {
+        let alphabet: Vec<char> = (0u8..0x20)
+            .map(char::from)
+            .chain("aZ09 /\\\"'\u{7f}\u{80}é\u{ff}\u{100}✓\u{2028}\u{2029}\u{fffd}\u{ffff}😀\u{10000}\u{10ffff}".chars())
+            .collect();
+        let mut next = rng(0x9e37_79b9_7f4a_7c15);
+        for round in 0..5000 {
+            let mut s = String::new();
+            for _ in 0..next(60) {
+                // Mostly from the alphabet, any scalar value now and then,
+                // and long plain runs (past the 16-unit chunks).
+                match next(8) {
+                    0 => s.push(char::from_u32(next(0x11_0000) as u32).unwrap_or('\u{e000}')),
+                    1 if round % 3 == 0 => s.push_str(&"x".repeat(next(50))),
+                    _ => s.push(alphabet[next(alphabet.len())]),
+                }
+            }
+            let json = serde_json::to_string(&s).unwrap();
+            let inner = &json[1..json.len() - 1];
+            let (units, exact) = string_contents(inner).expect("valid contents");
+            assert!(exact, "{inner:?}");
+            assert_eq!(
+                wide(&units),
+                s.encode_utf16().collect::<Vec<_>>(),
+                "{inner:?}"
+            );
+            assert_eq!(
+                matches!(units, Units::Latin1(_)),
+                inner.is_ascii(),
+                "{inner:?}"
+            );
+            assert_eq!(
+                string_contents(inner).map(|(u, _)| u),
+                Some(units),
+                "{inner:?}"
+            );
+            let (units, _) = string_contents(inner).unwrap();
+            assert_eq!(escaped(&units), inner);
+        }
+    }
+
+    /// Any units, lone surrogates and Latin-1 held ones included: what
+    /// `escape_units` writes decodes to them, exactly spelled.
+    #[test]
+    fn any_units_escape_to_exact_contents_that_decode_to_them() {
+        let alphabet: Vec<u16> = "a \"\\/\n\u{1}\u{1f}\u{7f}é\u{ff}\u{100}\u{7ff}\u{800}✓\u{ffff}"
+            .encode_utf16()
+            .chain([0xd800, 0xdbff, 0xdc00, 0xdfff, 0xd83d, 0xde00])
+            .collect();
+        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..5000 {
+            let n = next(50);
+            let units = if next(2) == 0 {
+                Units::Latin1((0..n).map(|_| next(256) as u8).collect())
+            } else {
+                Units::Utf16((0..n).map(|_| alphabet[next(alphabet.len())]).collect())
+            };
+            let text = escaped(&units);
+            let (back, exact) = string_contents(&text).expect("valid contents");
+            assert!(exact, "{text:?}");
+            assert_eq!(wide(&back), wide(&units), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_are_exact_and_escape_back() {
+        for (inner, want) in [
+            (r"\ud800", vec![0xd800]),
+            (r"\udc00", vec![0xdc00]),
+            (r"x\ud800y", vec![0x78, 0xd800, 0x79]),
+            (r"ab\udbff", vec![0x61, 0x62, 0xdbff]),
+            (r"\udc00\ud800", vec![0xdc00, 0xd800]),
+            (r"\ud800\n\udc00", vec![0xd800, 0x0a, 0xdc00]),
+            ("\\ud800😀", vec![0xd800, 0xd83d, 0xde00]),
+            ("\\ud800\u{10000}", vec![0xd800, 0xd800, 0xdc00]),
+        ] {
+            let (units, exact) = string_contents(inner).unwrap();
+            assert!(exact, "{inner:?}");
+            assert_eq!(units, Units::Utf16(want), "{inner:?}");
+            assert_eq!(escaped(&units), inner);
+        }
+    }
+
+    /// Escapes JSON.stringify does not write: the units are still those
+    /// JSON.parse makes, and the spelling is not exact.
+    #[test]
+    fn escapes_stringify_does_not_write_are_not_exact() {
+        for (inner, want) in [
+            (r"a\/b", vec![0x61, 0x2f, 0x62]),
+            (r"\u001F", vec![0x1f]),
+            (r"\u000A", vec![0x0a]),
+            (r"\u000a", vec![0x0a]),
+            (r"\u0008", vec![0x08]),
+            (r"\u0009", vec![0x09]),
+            (r"\u000c", vec![0x0c]),
+            (r"\u000d", vec![0x0d]),
+            (r"\u0022", vec![0x22]),
+            (r"\u005c", vec![0x5c]),
+            (r"\u0041", vec![0x41]),
+            (r"\u007f", vec![0x7f]),
+            (r"\u00e9", vec![0xe9]),
+            (r"\u00E9", vec![0xe9]),
+            (r"\u2028", vec![0x2028]),
+            (r"\u20ac", vec![0x20ac]),
+            (r"\uD800", vec![0xd800]),
+            (r"\udC00", vec![0xdc00]),
+            (r"\ud83d\ude00", vec![0xd83d, 0xde00]),
+            (r"\ud800\ud83d\ude00", vec![0xd800, 0xd83d, 0xde00]),
+            (r"\u001f\/", vec![0x1f, 0x2f]),
+            (r"\ud800\u0041", vec![0xd800, 0x41]),
+        ] {
+            let (units, exact) = string_contents(inner).unwrap();
+            assert!(!exact, "{inner:?}");
+            assert_eq!(wide(&units), want, "{inner:?}");
+            assert_eq!(
+                string_contents(inner).map(|(u, _)| u),
+                Some(units),
+                "{inner:?}"
+            );
+        }
+        // The exact spellings of a few of them.
+        for inner in [
+            r"\u001f",
+            r"\u0000",
+            "\\n\\t\\\"\\\\\\b\\f\\r",
+            "/\u{7f}é\u{2028}😀",
+        ] {
+            assert_eq!(
+                string_contents(inner).map(|(_, e)| e),
+                Some(true),
+                "{inner:?}"
+            );
+        }
+        assert_eq!(string_contents(r"\x"), None);
+        assert_eq!(string_contents(r"\u12"), None);
+        assert_eq!(string_contents(r"\uzzzz"), None);
+        assert_eq!(string_contents("ab\\"), None);
+    }
+
+    #[test]
+    fn latin1_units_above_ascii_escape_to_utf8() {
+        let units = string_contents(r"caf\u00e9 \u00ff\u0080!").unwrap().0;
+        assert_eq!(units, Units::Latin1(b"caf\xe9 \xff\x80!".to_vec()));
+        assert_eq!(escaped(&units), "café \u{ff}\u{80}!");
+        let all = Units::Latin1((0..=255).collect());
+        let text = escaped(&all);
+        assert_eq!(
+            text,
+            serde_json::to_string(&(0..=255u8).map(char::from).collect::<String>())
+                .unwrap()
+                .trim_matches('"')
+        );
+        // Long plain runs between the escapes are copied as they are.
+        let long = "x".repeat(100) + "\"" + &"y".repeat(37) + "\u{1}" + &"z".repeat(16);
+        let want = serde_json::to_string(&long).unwrap();
+        let latin1 = Units::Latin1(long.clone().into_bytes());
+        let utf16 = Units::Utf16(long.encode_utf16().collect());
+        assert_eq!(escaped(&latin1), want.trim_matches('"'));
+        assert_eq!(escaped(&utf16), want.trim_matches('"'));
     }
 
     #[test]

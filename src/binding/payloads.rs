@@ -3,8 +3,10 @@
 
 use crate::log::{PayloadBatch, Step, LIFT_MIN};
 use crate::scan::Units;
-use napi::bindgen_prelude::{Object, ToNapiValue, TypeName, Uint32Array};
-use napi::{Env, JsValue, Result};
+use napi::bindgen_prelude::{Object, ToNapiValue, TypeName, Uint32Array, Unknown};
+use napi::{check_status, sys, Env, JsValue, Result};
+use std::ffi::c_void;
+use std::sync::Arc;
 
 /// The strings a batch lifts: of `lift_min` bytes or more (`LIFT_MIN` when
 /// JS gives none; tests lower it).
@@ -47,10 +49,8 @@ impl ToNapiValue for BatchOut {
                 }
             }
             flat.set(k + 1, path)?;
-            match hole.units {
-                Units::Latin1(bytes) => flat.set(k + 2, env.create_string_latin1(bytes)?)?,
-                Units::Utf16(units) => flat.set(k + 2, env.create_string_utf16(units)?)?,
-            }
+            let string = external_string(raw, hole.units)?;
+            flat.set(k + 2, Unknown::from_raw_unchecked(raw, string))?;
         }
         out.set("holes", flat)?;
         Ok(out.raw())
@@ -65,4 +65,62 @@ impl TypeName for BatchOut {
     fn value_type() -> napi::ValueType {
         napi::ValueType::Object
     }
+}
+
+/// A JS string of `units` that views them where they are (an external
+/// string): the log may keep the same units (`texts.rs::Lifted`), so the
+/// text is resident once. V8 drops its share when the string is collected.
+/// Where the runtime copies instead (it may, for short strings), the copy
+/// is the JS string's own and the share is dropped at once.
+///
+/// # Safety
+/// `env` is the JS thread's environment, during a call.
+unsafe fn external_string(env: sys::napi_env, units: Arc<Units>) -> Result<sys::napi_value> {
+    unsafe extern "C" fn release(
+        _env: sys::node_api_basic_env,
+        _data: *mut c_void,
+        hint: *mut c_void,
+    ) {
+        // SAFETY: `hint` is the box made below, given to V8 once.
+        drop(unsafe { Box::from_raw(hint.cast::<Arc<Units>>()) });
+    }
+    let (data, len): (*const c_void, usize) = match &*units {
+        Units::Latin1(bytes) => (bytes.as_ptr().cast(), bytes.len()),
+        Units::Utf16(units) => (units.as_ptr().cast(), units.len()),
+    };
+    let latin1 = matches!(&*units, Units::Latin1(_));
+    let hint = Box::into_raw(Box::new(units));
+    let mut value = std::ptr::null_mut();
+    let mut copied = false;
+    // SAFETY: `data` lives in the boxed `Arc` until V8 calls `release`
+    // with it (the units never change); on failure V8 keeps nothing.
+    let status = unsafe {
+        if latin1 {
+            sys::node_api_create_external_string_latin1(
+                env,
+                data.cast(),
+                len as isize,
+                Some(release),
+                hint.cast(),
+                &mut value,
+                &mut copied,
+            )
+        } else {
+            sys::node_api_create_external_string_utf16(
+                env,
+                data.cast(),
+                len as isize,
+                Some(release),
+                hint.cast(),
+                &mut value,
+                &mut copied,
+            )
+        }
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: V8 did not take the box.
+        drop(unsafe { Box::from_raw(hint) });
+    }
+    check_status!(status, "cannot make a JS string of a lifted payload string")?;
+    Ok(value)
 }

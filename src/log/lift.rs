@@ -12,6 +12,7 @@
 //! the last of its key is lifted, and a path only enters a key's last member.
 
 use crate::scan::{array_items, object_members, string_contents, utf16_units, Units};
+use std::sync::Arc;
 
 /// Strings shorter than this (in bytes of JSON text) stay in the skeleton.
 pub const LIFT_MIN: usize = 64 << 10;
@@ -24,17 +25,30 @@ pub enum Step {
 }
 
 /// A lifted string: which payload of its batch (`at`), where in it, and
-/// its units.
+/// its units (shared with the log that keeps them: `texts.rs::Lifted`).
 #[derive(Debug, PartialEq)]
 pub struct Hole {
     pub at: u32,
     pub path: Vec<Step>,
-    pub units: Units,
+    pub units: Arc<Units>,
 }
 
+/// Where a lifted string's text (between its quotes) lies in its payload
+/// text, and its units; only for a string whose text `escape_units` gives
+/// back exactly (the log may keep it as units then).
+pub type Place = (usize, usize, Arc<Units>);
+
 /// Append payload text `data` to `json`, each string of at least `min`
-/// bytes in it replaced by `""` and pushed to `holes` as payload `at`'s.
-pub fn push_lifted(json: &mut String, holes: &mut Vec<Hole>, at: u32, data: &str, min: usize) {
+/// bytes in it replaced by `""` and pushed to `holes` as payload `at`'s
+/// (and to `places`, when given, if its text is exact).
+pub fn push_lifted(
+    json: &mut String,
+    holes: &mut Vec<Hole>,
+    mut places: Option<&mut Vec<Place>>,
+    at: u32,
+    data: &str,
+    min: usize,
+) {
     if data.len() < min {
         json.push_str(data);
         return;
@@ -43,17 +57,22 @@ pub fn push_lifted(json: &mut String, holes: &mut Vec<Hole>, at: u32, data: &str
     let value = data.trim_matches([' ', '\t', '\n', '\r']);
     walk(data, value, min, &mut Vec::new(), &mut cuts);
     let mut last = 0;
-    for (start, end, path, units) in cuts {
+    for (start, end, path, units, exact) in cuts {
         json.push_str(&data[last..start]);
         json.push_str("\"\"");
         last = end;
+        let units = Arc::new(units);
+        if let (true, Some(places)) = (exact, places.as_mut()) {
+            places.push((start + 1, end - start - 2, units.clone()));
+        }
         holes.push(Hole { at, path, units });
     }
     json.push_str(&data[last..]);
 }
 
-/// Where a lifted string was in the payload text, its path and its units.
-type Cut = (usize, usize, Vec<Step>, Units);
+/// Where a lifted string was in the payload text, its path, its units and
+/// whether its text is exact (see `Place`).
+type Cut = (usize, usize, Vec<Step>, Units, bool);
 
 /// Find the strings of at least `min` bytes in `value` (a value text inside
 /// `data`, which the log accepted), in text order.
@@ -62,8 +81,8 @@ fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Ve
     match value.as_bytes().first() {
         Some(b'"') => {
             let inner = value.get(1..value.len() - 1).unwrap_or_default();
-            if let Some(units) = string_contents(inner) {
-                cuts.push((start, start + value.len(), path.clone(), units));
+            if let Some((units, exact)) = string_contents(inner) {
+                cuts.push((start, start + value.len(), path.clone(), units, exact));
             }
         }
         Some(b'{') => {
@@ -109,7 +128,7 @@ mod tests {
     fn lifted(data: &str, min: usize) -> (String, Vec<Hole>) {
         let mut json = String::new();
         let mut holes = Vec::new();
-        push_lifted(&mut json, &mut holes, 7, data, min);
+        push_lifted(&mut json, &mut holes, None, 7, data, min);
         (json, holes)
     }
 
@@ -142,12 +161,12 @@ mod tests {
                 Hole {
                     at: 7,
                     path: vec![key("content"), Step::Index(0), key("text")],
-                    units: Units::Latin1(first),
+                    units: Arc::new(Units::Latin1(first)),
                 },
                 Hole {
                     at: 7,
                     path: vec![key("other")],
-                    units: Units::Latin1(long.into_bytes()),
+                    units: Arc::new(Units::Latin1(long.into_bytes())),
                 },
             ]
         );
@@ -160,7 +179,7 @@ mod tests {
         assert_eq!(json, r#"{"t":""}"#);
         let mut units: Vec<u16> = format!("✓{}", "y".repeat(20)).encode_utf16().collect();
         units.push(0xd800);
-        assert_eq!(holes[0].units, Units::Utf16(units));
+        assert_eq!(*holes[0].units, Units::Utf16(units));
     }
 
     #[test]

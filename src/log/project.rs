@@ -2,7 +2,7 @@
 //! log as JSONL, and the closers of an interrupted turn. A text that cannot
 //! be read is an `INTERNAL` error, never a made-up value.
 
-use super::lift::{push_lifted, Hole};
+use super::lift::{push_lifted, Hole, Place};
 use super::{Log, Text, Texts};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
@@ -129,7 +129,7 @@ pub fn payloads(
         ..PayloadBatch::default()
     };
     for &(seq, name) in picks {
-        batch.push(seq, name, &data_of(texts, seq as usize)?, lift_min);
+        batch.push(seq, name, &data_of(texts, seq as usize)?, lift_min, None);
     }
     batch.close();
     Ok(batch)
@@ -146,8 +146,16 @@ pub struct PayloadBatch {
 }
 
 impl PayloadBatch {
-    /// Add event `seq`'s payload text `data` (of type `name`).
-    pub fn push(&mut self, seq: u32, name: Option<&str>, data: &str, lift_min: usize) {
+    /// Add event `seq`'s payload text `data` (of type `name`); the places
+    /// of its exact lifted strings go to `places` when given.
+    pub fn push(
+        &mut self,
+        seq: u32,
+        name: Option<&str>,
+        data: &str,
+        lift_min: usize,
+        places: Option<&mut Vec<Place>>,
+    ) {
         let json = &mut self.json;
         json.push(if self.seqs.is_empty() { '[' } else { ',' });
         match name {
@@ -162,6 +170,7 @@ impl PayloadBatch {
         push_lifted(
             json,
             &mut self.holes,
+            places,
             self.seqs.len() as u32,
             data,
             lift_min,

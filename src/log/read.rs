@@ -1,7 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::texts::{Taken, COMPRESS_MIN_BYTES};
+use super::texts::{Lifted, Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -91,8 +91,9 @@ impl Piece<'_> {
 }
 
 /// What a read tells of each event once folded: the log so far, the
-/// event's index and its payload text.
-pub(crate) type Observe<'o> = Option<&'o mut (dyn FnMut(&Log, usize, &str) + Send)>;
+/// event's index, its payload text and where that starts in the log's
+/// texts (`usize::MAX` when unknown).
+pub(crate) type Observe<'o> = Option<&'o mut (dyn FnMut(&mut Log, usize, &str, usize) + Send)>;
 
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
@@ -174,6 +175,13 @@ pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     error.at_line(line)
 }
 
+/// Where `inner` (a slice of `outer`) starts in it; `None` when it is not
+/// a slice of it.
+pub(super) fn offset_in(outer: &str, inner: &str) -> Option<usize> {
+    let at = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
+    (at + inner.len() <= outer.len()).then_some(at)
+}
+
 pub(super) fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
@@ -201,8 +209,14 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// (each borrowed text after the first on a thread of its own: a long log's
 /// two halves, two threads), so no raw copy of them is ever whole; under
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
-/// would leave them. Buffers the log owns wait for the compressor.
-fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) -> Vec<Taken> {
+/// would leave them. Buffers the log owns wait for the compressor. The
+/// `lifted` strings in them are cut out (`texts.rs::Lifted`).
+fn take(
+    texts: Vec<Cow<'_, str>>,
+    lines: &[Vec<(usize, usize)>],
+    base: usize,
+    lifted: &[Lifted],
+) -> Vec<Taken> {
     let borrowed = |t: &Cow<'_, str>| matches!(t, Cow::Borrowed(_));
     let bytes: usize = texts.iter().filter(|t| borrowed(t)).map(|t| t.len()).sum();
     if bytes < COMPRESS_MIN_BYTES {
@@ -219,7 +233,7 @@ fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) ->
             Some(*at - t.len())
         })
         .collect();
-    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k]);
+    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k], lifted);
     let mut compressing = (0..texts.len()).filter(|&k| borrowed(&texts[k]));
     let first = compressing.next();
     let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
@@ -337,11 +351,12 @@ impl<'a> Stream<'a> {
             }
             let read = read_event(line, index);
             let data = read.as_ref().map_or("", |e| e.data);
+            let data_at = offset_in(line, data).map_or(usize::MAX, |d| self.bytes + s + d);
             let at = TextRef::Span(self.bytes + s, self.bytes + e);
             log.accept_read(read, index, at)
                 .map_err(|err| event_error(index, err))?;
             if let Some(observe) = observe.as_mut() {
-                observe(log, index, data);
+                observe(log, index, data, data_at);
             }
         }
         Ok(())
@@ -450,7 +465,7 @@ impl<'a> Stream<'a> {
             .texts
             .into_iter()
             .map(|text| Taken::Buffer(text.into_owned()))
-            .chain(take(texts, &spans, self.bytes))
+            .chain(take(texts, &spans, self.bytes, log.texts.lifted()))
             .collect();
         log.texts_mut().adopt(taken);
         Ok(log)
@@ -560,10 +575,12 @@ impl Log {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
             let data = r.as_ref().map_or("", |e| e.data);
+            let data_at =
+                offset_in(&parts[k].text[s..e], data).map_or(usize::MAX, |d| bases[k] + s + d);
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
                 .map_err(|err| (index, err))?;
             if let Some(observe) = observe.as_mut() {
-                observe(log, index, data);
+                observe(log, index, data, data_at);
             }
             Ok(())
         };

@@ -16,6 +16,7 @@
 
 use super::project::PayloadBatch;
 use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
+use super::texts::Lifted;
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
@@ -319,7 +320,8 @@ impl Handing {
         mut self,
         read: impl FnOnce(Observe<'_>) -> Result<T, CoreError>,
     ) -> Result<T, CoreError> {
-        let mut observe = |log: &Log, seq: usize, data: &str| self.observe(log, seq, data);
+        let mut observe =
+            |log: &mut Log, seq: usize, data: &str, at: usize| self.observe(log, seq, data, at);
         let out = read(Some(&mut observe));
         if out.is_ok() {
             self.flush();
@@ -327,8 +329,10 @@ impl Handing {
         out
     }
 
-    /// An event was folded: hand its payload over if it entered the surface.
-    fn observe(&mut self, log: &Log, seq: usize, data: &str) {
+    /// An event was folded: hand its payload over if it entered the
+    /// surface (`data`, at `at` in the log's texts). The log keeps the
+    /// exact long strings it lifts as the units JS gets (`texts.rs::Lifted`).
+    fn observe(&mut self, log: &mut Log, seq: usize, data: &str, at: usize) {
         let Some(meta) = log.metas.get(seq) else {
             return;
         };
@@ -350,7 +354,17 @@ impl Handing {
         let Some(name) = meta.kind.name() else {
             return;
         };
-        self.batch.push(seq as u32, Some(name), data, self.lift_min);
+        let mut places = Vec::new();
+        let keep = (at != usize::MAX).then_some(&mut places);
+        self.batch
+            .push(seq as u32, Some(name), data, self.lift_min, keep);
+        for (start, len, units) in places {
+            log.texts_mut().lift(Lifted {
+                at: at + start,
+                len,
+                units,
+            });
+        }
         self.sent += 1;
         if self.batch.json.len() >= BATCH_BYTES {
             self.flush();
@@ -487,7 +501,7 @@ mod tests {
                 let body = format!("m{seq} é {}", "p".repeat(300));
                 // Not ASCII (é): UTF-16 units, which V8 keeps one byte a unit.
                 let units: Vec<u16> = body.encode_utf16().collect();
-                assert_eq!(hole.units, crate::scan::Units::Utf16(units));
+                assert_eq!(*hole.units, crate::scan::Units::Utf16(units));
                 assert_eq!(hole.at as usize, k);
                 let key = |s: &str| crate::log::Step::Key(s.encode_utf16().collect());
                 assert_eq!(

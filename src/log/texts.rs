@@ -1,6 +1,8 @@
-//! Event texts in blocks that never move; full blocks are kept compressed.
+//! Event texts in blocks that never move; full blocks are kept compressed,
+//! the long strings JS holds as units shared with it (`Lifted`).
 
 use crate::error::{Code, CoreError, CoreResult};
+use crate::scan::{escape_units, Units};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -31,11 +33,85 @@ enum Block {
     /// JSON compresses about 4:1, so a long session holds about a quarter
     /// of its log's size; reading a text opens its block once.
     Lz4 { len: usize, bytes: Box<[u8]> },
+    /// Texts holding long strings JS holds too (`Lifted`): the rest of the
+    /// text (`Lz4` or `Kept`, the strings cut out), and each string's
+    /// place in the block, its length as text and its units, shared with
+    /// the JS string that views them. Opening it writes the strings back as
+    /// JSON text, byte for byte what was read (`Lifted` are exact).
+    Holed {
+        len: usize,
+        rest: Box<Block>,
+        holes: Box<[(usize, usize, Arc<Units>)]>,
+    },
+}
+
+/// A long string of a payload (`log/lift.rs`) decoded while the log was
+/// read and handed to JS, which holds it as an external string viewing
+/// `units`: the log keeps it there too, in place of its text, so the
+/// string is resident once. Only a string whose JSON text `escape_units`
+/// gives back exactly is lifted so.
+#[derive(Debug, Clone)]
+pub struct Lifted {
+    /// Where its text (between the quotes) starts in the log's texts, and
+    /// how long it is.
+    pub at: usize,
+    pub len: usize,
+    pub units: Arc<Units>,
 }
 
 /// What the compressor gives back: for each block it took (by index), the
 /// pieces (base, block) that replace it.
 type Compressed = Vec<(usize, Vec<(usize, Block)>)>;
+
+impl Block {
+    /// This block's texts, opened: decompressed, long strings written back.
+    /// A block that does not open is a bug (its bytes never leave this
+    /// struct): `INTERNAL`.
+    fn expand(&self) -> CoreResult<String> {
+        let broken =
+            |what: &str| CoreError::new(Code::Internal, format!("a block of event texts {what}"));
+        match self {
+            Block::Raw(text) | Block::Kept(text) => Ok(text.clone()),
+            Block::Shared(text) => Ok(text.to_string()),
+            Block::Lz4 { len, bytes } => {
+                let raw = lz4_flex::block::decompress(bytes, *len)
+                    .map_err(|e| broken(&format!("does not decompress: {e}")))?;
+                String::from_utf8(raw).map_err(|_| broken("decompresses to invalid UTF-8"))
+            }
+            Block::Holed { len, rest, holes } => {
+                let rest = match &**rest {
+                    Block::Kept(text) => std::borrow::Cow::Borrowed(text.as_str()),
+                    other => std::borrow::Cow::Owned(other.expand()?),
+                };
+                let mut text = String::with_capacity(*len);
+                let mut from = 0;
+                for (at, hole, units) in holes.iter() {
+                    let upto = from
+                        + at.checked_sub(text.len())
+                            .ok_or_else(|| broken("has holes out of order"))?;
+                    text.push_str(
+                        rest.get(from..upto)
+                            .ok_or_else(|| broken("has holes past its end"))?,
+                    );
+                    from = upto;
+                    let start = text.len();
+                    escape_units(units, &mut text);
+                    if text.len() - start != *hole {
+                        return Err(broken("writes a string back at another length"));
+                    }
+                }
+                text.push_str(
+                    rest.get(from..)
+                        .ok_or_else(|| broken("has holes past its end"))?,
+                );
+                if text.len() != *len {
+                    return Err(broken("opens at another length"));
+                }
+                Ok(text)
+            }
+        }
+    }
+}
 
 /// Every event's JSON text, in blocks of about `BLOCK` bytes (no allocation
 /// per event). A block is never reallocated once texts live in it, so an
@@ -58,6 +134,9 @@ pub struct Texts {
     /// The block opened last, shared with the texts handed out from it: a
     /// run of reads in one block decompresses it once.
     recent: Mutex<Option<(usize, Arc<String>)>>,
+    /// Long strings a read handed to JS, in text order, until the blocks
+    /// that hold them are compressed (their holes then hold them).
+    lifted: Vec<Lifted>,
 }
 
 impl Clone for Texts {
@@ -70,6 +149,7 @@ impl Clone for Texts {
             compressing: None,
             idle: false,
             recent: Mutex::new(None),
+            lifted: self.lifted.clone(),
         }
     }
 }
@@ -136,25 +216,14 @@ impl Texts {
             None => Err(missing(k)),
             Some(Block::Raw(text)) | Some(Block::Kept(text)) => Ok(Text::Borrowed(text)),
             Some(Block::Shared(text)) => Ok(Text::Borrowed(text)),
-            Some(Block::Lz4 { len, bytes }) => {
+            Some(block) => {
                 let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some((j, block)) = recent.as_ref() {
                     if *j == k {
                         return Ok(Text::Opened(block.clone(), 0, block.len()));
                     }
                 }
-                let raw = lz4_flex::block::decompress(bytes, *len).map_err(|e| {
-                    CoreError::new(
-                        Code::Internal,
-                        format!("a block of event texts does not decompress: {e}"),
-                    )
-                })?;
-                let block = Arc::new(String::from_utf8(raw).map_err(|_| {
-                    CoreError::new(
-                        Code::Internal,
-                        "a block of event texts decompresses to invalid UTF-8",
-                    )
-                })?);
+                let block = Arc::new(block.expand()?);
                 *recent = Some((k, block.clone()));
                 let end = block.len();
                 Ok(Text::Opened(block, 0, end))
@@ -202,7 +271,7 @@ impl Texts {
         match self.blocks.get(k) {
             Some(Block::Raw(c)) | Some(Block::Kept(c)) => c.len(),
             Some(Block::Shared(c)) => c.len(),
-            Some(Block::Lz4 { len, .. }) => *len,
+            Some(Block::Lz4 { len, .. }) | Some(Block::Holed { len, .. }) => *len,
             None => 0,
         }
     }
@@ -243,7 +312,7 @@ impl Texts {
             return;
         };
         let text = std::mem::take(text);
-        let mut pieces = pieces(self.bases[k], &text, &[0, text.len()]);
+        let mut pieces = pieces(self.bases[k], &text, &[0, text.len()], &[]);
         if let Some((_, block)) = pieces.pop() {
             self.blocks[k] = block;
         }
@@ -318,6 +387,8 @@ impl Texts {
         let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
         if waiting.is_empty() || bytes < min_bytes {
             // Only a push (which a built log never takes) makes more wait.
+            // Texts left as they are hold their long strings themselves.
+            self.lifted = Vec::new();
             self.idle = true;
             return true;
         }
@@ -332,10 +403,12 @@ impl Texts {
                 work.push((k, base, text.clone(), self.cuts(base, text.len())));
             }
         }
+        // Only a read lifts strings, and its texts all wait here.
+        let lifted = std::mem::take(&mut self.lifted);
         self.compressing = Some(std::thread::spawn(move || {
             crate::priority::lower_priority();
             work.into_iter()
-                .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts)))
+                .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts, &lifted)))
                 .collect()
         }));
         false
@@ -408,6 +481,14 @@ impl Texts {
             .map(|&(s, _)| s - base);
         cuts_at(starts, len)
     }
+    /// A long string a read handed to JS (see `Lifted`), after those before it.
+    pub(super) fn lift(&mut self, lifted: Lifted) {
+        self.lifted.push(lifted);
+    }
+    /// The strings lifted so far (see `Lifted`).
+    pub(super) fn lifted(&self) -> &[Lifted] {
+        &self.lifted
+    }
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
     }
@@ -444,11 +525,16 @@ impl Taken {
     /// The caller's `text` (at offset `base` of the log's texts) in pieces
     /// of about `BLOCK` bytes, cut only where one of its `lines` (spans in
     /// it) starts, so no event's text straddles a cut.
-    pub(super) fn compressed(base: usize, text: &str, lines: &[(usize, usize)]) -> Taken {
+    pub(super) fn compressed(
+        base: usize,
+        text: &str,
+        lines: &[(usize, usize)],
+        lifted: &[Lifted],
+    ) -> Taken {
         let cuts = cuts_at(lines.iter().map(|&(s, _)| s), text.len());
         Taken::Compressed(Pieces {
             len: text.len(),
-            pieces: pieces(base, text, &cuts),
+            pieces: pieces(base, text, &cuts, lifted),
         })
     }
 }
@@ -468,23 +554,63 @@ fn cuts_at(starts: impl Iterator<Item = usize>, len: usize) -> Vec<usize> {
 }
 
 /// `text` (a block at `base`) cut at `cuts`, each piece LZ4-compressed when
-/// that saves at least an eighth of it: (base, block) per piece.
-fn pieces(base: usize, text: &str, cuts: &[usize]) -> Vec<(usize, Block)> {
+/// that saves at least an eighth of it, the `lifted` strings in it cut out
+/// (`Block::Holed`): (base, block) per piece.
+fn pieces(base: usize, text: &str, cuts: &[usize], lifted: &[Lifted]) -> Vec<(usize, Block)> {
     cuts.windows(2)
         .map(|w| {
             let piece = text.get(w[0]..w[1]).unwrap_or("");
-            let bytes = lz4_flex::block::compress(piece.as_bytes());
-            let block = if bytes.len() <= piece.len() - piece.len() / 8 {
-                Block::Lz4 {
-                    len: piece.len(),
-                    bytes: bytes.into_boxed_slice(),
+            let (start, end) = (base + w[0], base + w[1]);
+            let first = lifted.partition_point(|l| l.at < start);
+            let inside = lifted[first..]
+                .iter()
+                .take_while(|l| l.at < end)
+                .filter(|l| l.at + l.len <= end && piece.is_char_boundary(l.at - start));
+            let mut holes = Vec::new();
+            let mut rest = String::new();
+            let mut from = 0;
+            for l in inside {
+                let at = l.at - start;
+                let Some(before) = piece.get(from..at) else {
+                    continue;
+                };
+                if piece.get(at..at + l.len).is_none() {
+                    continue;
                 }
+                if holes.is_empty() {
+                    rest.reserve(piece.len() - l.len);
+                }
+                rest.push_str(before);
+                holes.push((at, l.len, l.units.clone()));
+                from = at + l.len;
+            }
+            let block = if holes.is_empty() {
+                compressed(piece)
             } else {
-                Block::Kept(piece.to_string())
+                rest.push_str(&piece[from..]);
+                Block::Holed {
+                    len: piece.len(),
+                    rest: Box::new(compressed(&rest)),
+                    holes: holes.into_boxed_slice(),
+                }
             };
-            (base + w[0], block)
+            (start, block)
         })
         .collect()
+}
+
+/// `text` LZ4-compressed when that saves at least an eighth of it, else
+/// kept as it is.
+fn compressed(text: &str) -> Block {
+    let bytes = lz4_flex::block::compress(text.as_bytes());
+    if bytes.len() <= text.len() - text.len() / 8 {
+        Block::Lz4 {
+            len: text.len(),
+            bytes: bytes.into_boxed_slice(),
+        }
+    } else {
+        Block::Kept(text.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -538,6 +664,7 @@ mod tests {
                 Block::Raw(c) | Block::Kept(c) => c.len(),
                 Block::Shared(c) => c.len(),
                 Block::Lz4 { bytes, .. } => bytes.len(),
+                Block::Holed { .. } => 0,
             })
             .sum()
     }
@@ -670,7 +797,7 @@ mod tests {
                 }
                 let len = buf.len();
                 taken.push(match compress {
-                    true => Taken::compressed(base, &buf, &lines_at),
+                    true => Taken::compressed(base, &buf, &lines_at, &[]),
                     false => Taken::Buffer(buf),
                 });
                 base += len;
@@ -820,5 +947,122 @@ mod tests {
         let visited = t.visit(0, t.len(), |_, _| seen += 1);
         assert_eq!(visited.map_err(|e| e.code()), Err("INTERNAL"));
         assert!(seen < t.len());
+    }
+
+    /// Lines of JSON text, some holding long strings (escapes and
+    /// non-Latin-1 text among them), and the `Lifted` of each long string
+    /// whose text is exact, at its offset in the lines joined by newlines.
+    fn lines_with_long_strings(n: usize) -> (String, Vec<(usize, usize)>, Vec<Lifted>) {
+        let (mut buf, mut spans, mut lifted) = (String::new(), Vec::new(), Vec::new());
+        for i in 0..n {
+            let long = match i % 5 {
+                0 => format!(
+                    "line {i}\\n\\t\\\"quoted\\\" {}",
+                    "text ".repeat(20_000 + i)
+                ),
+                1 => format!("✓ {} \\ud800 end", "ü".repeat(15_000)),
+                // `\/` is not what JSON.stringify writes: not lifted.
+                2 => format!("a\\/b {}", "z".repeat(70_000)),
+                _ => format!("short {i}"),
+            };
+            let line =
+                format!(r#"{{"type":"tool/result","seq":{i},"data":{{"out":"{long}","n":{i}}}}}"#);
+            let inner = line.find(&long).map(|at| buf.len() + at);
+            spans.push((buf.len(), buf.len() + line.len()));
+            if let (Some(at), true) = (inner, long.len() > 1_000) {
+                let (units, exact) = crate::scan::string_contents(&long).expect("a JSON string");
+                if exact {
+                    lifted.push(Lifted {
+                        at,
+                        len: long.len(),
+                        units: Arc::new(units),
+                    });
+                }
+            }
+            buf.push_str(&line);
+            buf.push('\n');
+        }
+        (buf, spans, lifted)
+    }
+
+    #[test]
+    fn long_strings_js_holds_are_cut_out_of_their_blocks_and_read_back_exactly() {
+        let (buf, spans, lifted) = lines_with_long_strings(40);
+        let want: Vec<String> = spans.iter().map(|&(s, e)| buf[s..e].to_string()).collect();
+        assert_eq!(lifted.len(), 16, "the exact long strings");
+        // The caller's bytes, taken compressed as they are read.
+        let mut taken = Texts::default();
+        for &(s, e) in &spans {
+            taken.push_span(s, e);
+        }
+        taken.adopt(vec![Taken::compressed(0, &buf, &spans, &lifted)]);
+        // Buffers the log owns, for the compressor thread.
+        let mut owned = Texts::default();
+        for &(s, e) in &spans {
+            owned.push_span(s, e);
+        }
+        owned.adopt_buffers(vec![buf.clone()]);
+        for l in &lifted {
+            owned.lift(l.clone());
+        }
+        compress_all(&mut owned, 1);
+        assert!(owned.lifted().is_empty(), "the holes hold them now");
+        for t in [&mut taken, &mut owned] {
+            let holed = blocks(t, |b| matches!(b, Block::Holed { .. }));
+            assert!(holed > 1, "{holed} blocks hold long strings as units");
+            // What the blocks keep of the text: the long strings are not in it.
+            let long: usize = lifted.iter().map(|l| l.len).sum();
+            let rest: usize = t
+                .blocks
+                .iter()
+                .map(|b| match b {
+                    Block::Holed { len, holes, .. } => {
+                        len - holes.iter().map(|h| h.1).sum::<usize>()
+                    }
+                    other => t_len(other),
+                })
+                .sum();
+            assert_eq!(rest + long, buf.len());
+            // The units are shared with what JS holds, not copied.
+            let shared: usize = t
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::Holed { holes, .. } => {
+                        Some(holes.iter().filter(|h| Arc::strong_count(&h.2) > 1).count())
+                    }
+                    _ => None,
+                })
+                .sum();
+            assert_eq!(shared, lifted.len());
+            reads_back(t, want.clone());
+        }
+    }
+
+    fn t_len(b: &Block) -> usize {
+        match b {
+            Block::Raw(c) | Block::Kept(c) => c.len(),
+            Block::Shared(c) => c.len(),
+            Block::Lz4 { len, .. } | Block::Holed { len, .. } => *len,
+        }
+    }
+
+    #[test]
+    fn a_hole_that_writes_back_another_length_is_an_internal_error() {
+        let (buf, spans, mut lifted) = lines_with_long_strings(5);
+        lifted.truncate(1);
+        lifted[0].units = Arc::new(crate::scan::Units::Latin1(b"other".to_vec()));
+        let mut t = Texts::default();
+        for &(s, e) in &spans {
+            t.push_span(s, e);
+        }
+        t.adopt(vec![Taken::compressed(0, &buf, &spans, &lifted)]);
+        let err = t.get(0).unwrap_err();
+        assert_eq!(err.code(), "INTERNAL");
+        assert!(
+            err.to_string()
+                .contains("writes a string back at another length"),
+            "{err}"
+        );
     }
 }

@@ -38,13 +38,22 @@ pub struct Hole {
 /// back exactly (the log may keep it as units then).
 pub type Place = (usize, usize, Arc<Units>);
 
+/// What a lift does with the places of long strings (`Place`).
+pub enum Lifting<'a> {
+    /// Those of the strings it decodes go here (the log will keep them).
+    Keep(&'a mut Vec<Place>),
+    /// The log keeps these as units already: a string found at one of
+    /// them crosses as those units, undecoded.
+    Kept(&'a [Place]),
+}
+
 /// Append payload text `data` to `json`, each string of at least `min`
-/// bytes in it replaced by `""` and pushed to `holes` as payload `at`'s
-/// (and to `places`, when given, if its text is exact).
+/// bytes in it replaced by `""` and pushed to `holes` as payload `at`'s,
+/// its place kept or its units reused as `lifting` says.
 pub fn push_lifted(
     json: &mut String,
     holes: &mut Vec<Hole>,
-    mut places: Option<&mut Vec<Place>>,
+    mut lifting: Lifting<'_>,
     at: u32,
     data: &str,
     min: usize,
@@ -55,14 +64,17 @@ pub fn push_lifted(
     }
     let mut cuts = Vec::new();
     let value = data.trim_matches([' ', '\t', '\n', '\r']);
-    walk(data, value, min, &mut Vec::new(), &mut cuts);
+    let kept = match &lifting {
+        Lifting::Kept(kept) => kept,
+        Lifting::Keep(_) => &[][..],
+    };
+    walk(data, value, min, kept, &mut Vec::new(), &mut cuts);
     let mut last = 0;
     for (start, end, path, units, exact) in cuts {
         json.push_str(&data[last..start]);
         json.push_str("\"\"");
         last = end;
-        let units = Arc::new(units);
-        if let (true, Some(places)) = (exact, places.as_mut()) {
+        if let (true, Lifting::Keep(places)) = (exact, &mut lifting) {
             places.push((start + 1, end - start - 2, units.clone()));
         }
         holes.push(Hole { at, path, units });
@@ -72,16 +84,36 @@ pub fn push_lifted(
 
 /// Where a lifted string was in the payload text, its path, its units and
 /// whether its text is exact (see `Place`).
-type Cut = (usize, usize, Vec<Step>, Units, bool);
+type Cut = (usize, usize, Vec<Step>, Arc<Units>, bool);
 
 /// Find the strings of at least `min` bytes in `value` (a value text inside
-/// `data`, which the log accepted), in text order.
-fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Vec<Cut>) {
+/// `data`, which the log accepted), in text order; one at a `kept` place
+/// takes its units, the others are decoded.
+fn walk(
+    data: &str,
+    value: &str,
+    min: usize,
+    kept: &[Place],
+    path: &mut Vec<Step>,
+    cuts: &mut Vec<Cut>,
+) {
     let start = value.as_ptr() as usize - data.as_ptr() as usize;
     match value.as_bytes().first() {
         Some(b'"') => {
+            let (at, len) = (start + 1, value.len().saturating_sub(2));
+            if let Some((_, _, units)) = kept.iter().find(|k| (k.0, k.1) == (at, len)) {
+                cuts.push((
+                    start,
+                    start + value.len(),
+                    path.clone(),
+                    units.clone(),
+                    true,
+                ));
+                return;
+            }
             let inner = value.get(1..value.len() - 1).unwrap_or_default();
             if let Some((units, exact)) = string_contents(inner) {
+                let units = Arc::new(units);
                 cuts.push((start, start + value.len(), path.clone(), units, exact));
             }
         }
@@ -101,7 +133,7 @@ fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Ve
                     continue;
                 }
                 path.push(Step::Key(key.clone()));
-                walk(data, v, min, path, cuts);
+                walk(data, v, min, kept, path, cuts);
                 path.pop();
             }
         }
@@ -112,7 +144,7 @@ fn walk(data: &str, value: &str, min: usize, path: &mut Vec<Step>, cuts: &mut Ve
             for (i, item) in items.iter().enumerate() {
                 if item.len() >= min {
                     path.push(Step::Index(i as u32));
-                    walk(data, item, min, path, cuts);
+                    walk(data, item, min, kept, path, cuts);
                     path.pop();
                 }
             }
@@ -128,7 +160,7 @@ mod tests {
     fn lifted(data: &str, min: usize) -> (String, Vec<Hole>) {
         let mut json = String::new();
         let mut holes = Vec::new();
-        push_lifted(&mut json, &mut holes, None, 7, data, min);
+        push_lifted(&mut json, &mut holes, Lifting::Kept(&[]), 7, data, min);
         (json, holes)
     }
 

@@ -2,7 +2,7 @@
 //! log as JSONL, and the closers of an interrupted turn. A text that cannot
 //! be read is an `INTERNAL` error, never a made-up value.
 
-use super::lift::{push_lifted, Hole, Place};
+use super::lift::{push_lifted, Hole, Lifting, Place};
 use super::{Log, Text, Texts};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
@@ -99,6 +99,11 @@ impl Log {
 
 /// The payload text of event `seq` of `texts` (accepted texts only).
 pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
+    data_at(texts, seq).map(|(data, _)| data)
+}
+
+/// `data_of`, and where it starts in the event's text.
+fn data_at(texts: &Texts, seq: usize) -> CoreResult<(Text<'_>, usize)> {
     let text = texts.get(seq)?;
     let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
         CoreError::new(
@@ -108,7 +113,7 @@ pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
     })?;
     let start = data.as_ptr() as usize - text.as_ptr() as usize;
     let end = start + data.len();
-    Ok(text.narrow_to(start, end))
+    Ok((text.narrow_to(start, end), start))
 }
 
 /// The payloads of `picks` (seq and type name, `Log::payload_picks`) as one
@@ -129,7 +134,14 @@ pub fn payloads(
         ..PayloadBatch::default()
     };
     for &(seq, name) in picks {
-        batch.push(seq, name, &data_of(texts, seq as usize)?, lift_min, None);
+        let (data, start) = data_at(texts, seq as usize)?;
+        // The strings the log keeps as units cross as those units.
+        let kept: Vec<Place> = texts
+            .kept_strings(seq as usize)
+            .into_iter()
+            .filter_map(|(at, len, units)| Some((at.checked_sub(start)?, len, units)))
+            .collect();
+        batch.push(seq, name, &data, lift_min, Lifting::Kept(&kept));
     }
     batch.close();
     Ok(batch)
@@ -146,15 +158,15 @@ pub struct PayloadBatch {
 }
 
 impl PayloadBatch {
-    /// Add event `seq`'s payload text `data` (of type `name`); the places
-    /// of its exact lifted strings go to `places` when given.
+    /// Add event `seq`'s payload text `data` (of type `name`), its long
+    /// strings lifted as `lifting` says.
     pub fn push(
         &mut self,
         seq: u32,
         name: Option<&str>,
         data: &str,
         lift_min: usize,
-        places: Option<&mut Vec<Place>>,
+        lifting: Lifting<'_>,
     ) {
         let json = &mut self.json;
         json.push(if self.seqs.is_empty() { '[' } else { ',' });
@@ -170,7 +182,7 @@ impl PayloadBatch {
         push_lifted(
             json,
             &mut self.holes,
-            places,
+            lifting,
             self.seqs.len() as u32,
             data,
             lift_min,

@@ -14,6 +14,7 @@
 //! nodes the surface holds (plus `SPECULATION_SLACK`); the first derive
 //! reads the rest from the log as it would without it.
 
+use super::lift::Lifting;
 use super::project::PayloadBatch;
 use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
 use super::texts::Lifted;
@@ -355,9 +356,12 @@ impl Handing {
             return;
         };
         let mut places = Vec::new();
-        let keep = (at != usize::MAX).then_some(&mut places);
+        let lifting = match at {
+            usize::MAX => Lifting::Kept(&[]),
+            _ => Lifting::Keep(&mut places),
+        };
         self.batch
-            .push(seq as u32, Some(name), data, self.lift_min, keep);
+            .push(seq as u32, Some(name), data, self.lift_min, lifting);
         for (start, len, units) in places {
             log.texts_mut().lift(Lifted {
                 at: at + start,
@@ -386,6 +390,9 @@ impl Handing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::lift::Hole;
+    use crate::log::payloads;
+    use std::sync::Arc;
 
     const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
 
@@ -603,5 +610,50 @@ mod tests {
         let mut reading = JsonlReading::of_bytes(text.as_bytes());
         assert!(reading.finish().is_ok());
         assert!(reading.finish().is_err());
+    }
+
+    #[test]
+    fn a_long_string_the_log_keeps_crosses_again_as_the_same_units() {
+        // Over 1 MiB, so the log's texts are compressed; long strings with
+        // escapes, some spelled as JSON.stringify would not (`\/`): those
+        // the log keeps as text, the others as the units JS got.
+        let mut text = HEADER.to_string() + "\n";
+        for seq in 0..30 {
+            let slash = if seq % 3 == 0 { "\\/" } else { "" };
+            let long = format!(
+                "out {seq}{slash} ✓\\n\\\"{}",
+                "line of output ".repeat(5_000)
+            );
+            text.push_str(&format!(
+                r#"{{"type":"user/message","seq":{seq},"time":1,"data":{{"content":[{{"type":"text","text":"{long}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+            ));
+            text.push('\n');
+        }
+        let (batches, log) = read_lifting(text.as_bytes(), 1_000);
+        let mut log = log.map_err(|e| e.to_string()).expect("the log reads");
+        let mut spins = 0;
+        while !log.texts.idle {
+            log.compress_texts(0);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            spins += 1;
+            assert!(spins < 5_000, "the compressor never finished");
+        }
+        let handed: Vec<&Hole> = batches.iter().flat_map(|b| b.holes.iter()).collect();
+        assert_eq!(handed.len(), 30);
+        let seqs: Vec<u32> = (0..30).collect();
+        let again = payloads(&log.texts, &log.payload_picks(&seqs), 1_000).expect("payloads read");
+        assert_eq!(again.holes.len(), 30);
+        let joined: String = batches
+            .iter()
+            .map(|b| b.json.trim_matches(['[', ']']))
+            .collect::<Vec<_>>()
+            .join(",");
+        assert_eq!(again.json, format!("[{joined}]"));
+        for (k, (a, b)) in again.holes.iter().zip(handed).enumerate() {
+            assert_eq!(a.units, b.units, "hole {k}");
+            // Kept as units: the same units cross, not a second decoding.
+            assert_eq!(Arc::ptr_eq(&a.units, &b.units), k % 3 != 0, "hole {k}");
+        }
+        assert_eq!(log.to_jsonl().expect("the log writes"), text);
     }
 }

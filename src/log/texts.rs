@@ -481,6 +481,24 @@ impl Texts {
             .map(|&(s, _)| s - base);
         cuts_at(starts, len)
     }
+    /// The long strings of event `i`'s text kept as units (`Block::Holed`):
+    /// where each one's text starts in the event's, its length and units.
+    pub fn kept_strings(&self, i: usize) -> Vec<(usize, usize, Arc<Units>)> {
+        let Some(&(s, e)) = self.spans.get(i) else {
+            return Vec::new();
+        };
+        match self
+            .block_of(s)
+            .and_then(|(k, base)| Some((self.blocks.get(k)?, base)))
+        {
+            Some((Block::Holed { holes, .. }, base)) => holes
+                .iter()
+                .filter(|(at, len, _)| base + at >= s && base + at + len <= e)
+                .map(|(at, len, units)| (base + at - s, *len, units.clone()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
     /// A long string a read handed to JS (see `Lifted`), after those before it.
     pub(super) fn lift(&mut self, lifted: Lifted) {
         self.lifted.push(lifted);

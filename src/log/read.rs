@@ -1,7 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::texts::{Lifted, Taken, COMPRESS_MIN_BYTES};
+use super::texts::{holds_lifted, Lifted, Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -209,22 +209,15 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// (each borrowed text after the first on a thread of its own: a long log's
 /// two halves, two threads), so no raw copy of them is ever whole; under
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
-/// would leave them. Buffers the log owns wait for the compressor. The
-/// `lifted` strings in them are cut out (`texts.rs::Lifted`).
+/// would leave them. Buffers the log owns wait for the compressor, but
+/// for those holding `lifted` strings (`texts.rs::Lifted`), which are taken
+/// at once with those strings cut out: JS holds them already.
 fn take(
     texts: Vec<Cow<'_, str>>,
     lines: &[Vec<(usize, usize)>],
     base: usize,
     lifted: &[Lifted],
 ) -> Vec<Taken> {
-    let borrowed = |t: &Cow<'_, str>| matches!(t, Cow::Borrowed(_));
-    let bytes: usize = texts.iter().filter(|t| borrowed(t)).map(|t| t.len()).sum();
-    if bytes < COMPRESS_MIN_BYTES {
-        return texts
-            .into_iter()
-            .map(|t| Taken::Buffer(t.into_owned()))
-            .collect();
-    }
     // Each text's offset in the log's texts.
     let bases: Vec<usize> = texts
         .iter()
@@ -233,8 +226,21 @@ fn take(
             Some(*at - t.len())
         })
         .collect();
+    let taken_now = |k: usize| {
+        matches!(texts[k], Cow::Borrowed(_)) || holds_lifted(lifted, bases[k], texts[k].len())
+    };
+    let bytes: usize = (0..texts.len())
+        .filter(|&k| taken_now(k))
+        .map(|k| texts[k].len())
+        .sum();
+    if bytes < COMPRESS_MIN_BYTES {
+        return texts
+            .into_iter()
+            .map(|t| Taken::Buffer(t.into_owned()))
+            .collect();
+    }
     let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k], lifted);
-    let mut compressing = (0..texts.len()).filter(|&k| borrowed(&texts[k]));
+    let mut compressing = (0..texts.len()).filter(|&k| taken_now(k));
     let first = compressing.next();
     let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
     std::thread::scope(|scope| {
@@ -272,10 +278,13 @@ pub(super) fn borrowed_halves(bytes: &[u8]) -> Vec<Piece<'_>> {
 /// waited (`finish`: read on two threads); a one-shot read is a `finish`
 /// of all of them.
 #[derive(Default)]
-pub(super) struct Stream<'a> {
-    /// Each piece's text, in order.
-    texts: Vec<Cow<'a, str>>,
-    /// Lines and bytes in `texts`.
+pub(super) struct Stream {
+    /// Each piece folded as it came, as the log takes it: a buffer that
+    /// waits for the compressor, or (holding long strings JS holds) taken
+    /// at once with those cut out (`texts.rs::Lifted`). A defect gives
+    /// back only the texts of the pieces that waited (`finish`).
+    folded: Vec<Taken>,
+    /// Lines and bytes in `folded`.
     lines: usize,
     bytes: usize,
     /// The line of the first invalid UTF-8 (it wins over every other defect).
@@ -295,8 +304,8 @@ pub(super) struct Stream<'a> {
     helper: Helper,
 }
 
-impl<'a> Stream<'a> {
-    pub(super) fn with_helper(helper: Helper) -> Stream<'a> {
+impl Stream {
+    pub(super) fn with_helper(helper: Helper) -> Stream {
         Stream {
             helper,
             ..Stream::default()
@@ -304,7 +313,7 @@ impl<'a> Stream<'a> {
     }
 
     /// Read and fold a piece's events, in order, on this thread.
-    pub(super) fn piece(&mut self, piece: Prepared<'a>, observe: &mut Observe<'_>) {
+    pub(super) fn piece(&mut self, piece: Prepared<'_>, observe: &mut Observe<'_>) {
         let (text, spans) = match piece {
             Ok(piece) => piece,
             Err(line) => {
@@ -317,9 +326,15 @@ impl<'a> Stream<'a> {
                 self.failed = Some(error);
             }
         }
+        let lifted = self.log.as_ref().map_or(&[][..], |log| log.texts.lifted());
+        let taken = if holds_lifted(lifted, self.bytes, text.len()) {
+            Taken::compressed(self.bytes, &text, &spans, lifted)
+        } else {
+            Taken::Buffer(text.into_owned())
+        };
         self.lines += spans.len();
-        self.bytes += text.len();
-        self.texts.push(text);
+        self.bytes += taken.len();
+        self.folded.push(taken);
     }
 
     fn fold(
@@ -364,7 +379,7 @@ impl<'a> Stream<'a> {
 
     /// The log, once the pieces that waited (`rest`, prepared) are read
     /// too; on a defect, the texts of the pieces come back with it.
-    pub(super) fn finish(
+    pub(super) fn finish<'a>(
         mut self,
         rest: Vec<Prepared<'a>>,
         observe: &mut Observe<'_>,
@@ -383,20 +398,14 @@ impl<'a> Stream<'a> {
                 }
             }
         }
-        let failed =
-            |error: CoreError, done: Vec<Cow<'a, str>>, pieces: Vec<(Cow<'a, str>, Vec<_>)>| {
-                Err((
-                    error,
-                    done.into_iter()
-                        .chain(pieces.into_iter().map(|(t, _)| t))
-                        .collect(),
-                ))
-            };
+        let failed = |error: CoreError, pieces: Vec<(Cow<'a, str>, Vec<_>)>| {
+            Err((error, pieces.into_iter().map(|(t, _)| t).collect()))
+        };
         if let Some(line) = self.invalid_utf8 {
-            return failed(invalid_utf8(line), self.texts, pieces);
+            return failed(invalid_utf8(line), pieces);
         }
         if let Some(error) = self.failed.take() {
-            return failed(error, self.texts, pieces);
+            return failed(error, pieces);
         }
         if !self.header_read {
             // Nothing was read yet: the header is the first line that waited.
@@ -407,7 +416,7 @@ impl<'a> Stream<'a> {
                 .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
             match read_header(first) {
                 Ok(header) => self.log = Some(Log::new(header)),
-                Err(error) => return failed(error, self.texts, pieces),
+                Err(error) => return failed(error, pieces),
             }
             if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
                 spans.remove(0);
@@ -426,13 +435,13 @@ impl<'a> Stream<'a> {
         }
         let events: usize = ends.iter().sum();
         if let (Some(blank), true) = (self.blank, events > 0) {
-            return failed(event_error(blank, None), self.texts, pieces);
+            return failed(event_error(blank, None), pieces);
         }
         let Some(mut log) = self.log.take() else {
             // Only a failed header leaves no log, and it was reported above.
             return match read_header(None) {
                 Ok(header) => Ok(Log::new(header)),
-                Err(error) => failed(error, self.texts, pieces),
+                Err(error) => failed(error, pieces),
             };
         };
         type Lines = Vec<(usize, usize)>;
@@ -458,13 +467,11 @@ impl<'a> Stream<'a> {
         );
         drop(parts);
         if let Err((index, err)) = folded {
-            self.texts.extend(texts);
-            return Err((event_error(index, err), self.texts));
+            return Err((event_error(index, err), texts));
         }
         let taken = self
-            .texts
+            .folded
             .into_iter()
-            .map(|text| Taken::Buffer(text.into_owned()))
             .chain(take(texts, &spans, self.bytes, log.texts.lifted()))
             .collect();
         log.texts_mut().adopt(taken);
@@ -731,10 +738,17 @@ impl Log {
             let first = log.len();
             let folded = log.fold_parts(&parts, first, bytes, &check, helper, observe);
             drop(parts);
+            // A piece holding long strings JS holds is taken at once, those
+            // cut out (`texts.rs::Lifted`); the others wait for the compressor.
+            let lifted = log.texts.lifted();
             for p in batch {
-                let text = p.into_text();
-                bytes += text.len();
-                texts.push(text);
+                let taken = if holds_lifted(lifted, bytes, p.text().len()) {
+                    Taken::compressed(bytes, p.text(), p.spans(), lifted)
+                } else {
+                    Taken::Buffer(p.into_text())
+                };
+                bytes += taken.len();
+                texts.push(taken);
             }
             folded.is_ok()
         };
@@ -744,7 +758,7 @@ impl Log {
         if !fold(rest, Some(Helper::Background)) {
             return None;
         }
-        log.texts_mut().adopt_buffers(texts);
+        log.texts_mut().adopt(texts);
         Some(log)
     }
 }

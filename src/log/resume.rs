@@ -631,6 +631,17 @@ mod tests {
         }
         let (batches, log) = read_lifting(text.as_bytes(), 1_000);
         let mut log = log.map_err(|e| e.to_string()).expect("the log reads");
+        // Taken at once as the pieces were read, before any compressor.
+        let kept = |log: &Log| {
+            (0..30)
+                .filter(|&i| !log.texts.kept_strings(i).is_empty())
+                .count()
+        };
+        assert_eq!(
+            kept(&log),
+            20,
+            "the exact strings are kept as units as read"
+        );
         let mut spins = 0;
         while !log.texts.idle {
             log.compress_texts(0);

@@ -360,6 +360,7 @@ impl Texts {
     }
 
     /// `adopt` of buffers the log owns.
+    #[cfg(test)]
     pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
         self.adopt(texts.into_iter().map(Taken::Buffer).collect());
     }
@@ -525,6 +526,12 @@ impl Texts {
     }
 }
 
+/// Whether any of `lifted` lies in the `len` bytes at `base` of the texts.
+pub(super) fn holds_lifted(lifted: &[Lifted], base: usize, len: usize) -> bool {
+    let first = lifted.partition_point(|l| l.at < base);
+    lifted.get(first).is_some_and(|l| l.at < base + len)
+}
+
 /// A read's text as the log takes it (`Texts::adopt`): a buffer it owns,
 /// or the caller's bytes, compressed in pieces as they are read so that no
 /// raw copy of them is ever whole.
@@ -540,6 +547,13 @@ pub(super) struct Pieces {
 }
 
 impl Taken {
+    /// Its length as text.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Taken::Buffer(text) => text.len(),
+            Taken::Compressed(pieces) => pieces.len,
+        }
+    }
     /// The caller's `text` (at offset `base` of the log's texts) in pieces
     /// of about `BLOCK` bytes, cut only where one of its `lines` (spans in
     /// it) starts, so no event's text straddles a cut.

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
 import * as os from 'node:os'
 import * as path from 'node:path'
+import { Worker } from 'node:worker_threads'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
 import * as api from '../index.js'
@@ -203,5 +204,39 @@ describe('a long string JS holds is kept once, and every text reads back byte fo
       }),
       { numRuns: 15 },
     )
+  })
+})
+
+// The strings JS gets view units the log shares (external strings): a
+// worker that reads such a log, derives and ends (its strings collected or
+// its isolate torn down with them alive) must leave the process whole.
+describe('external strings across a worker\'s life', () => {
+  it('a worker reads a log of long strings, hands back what it derived, and is terminated, three times', async () => {
+    const index = path.resolve(__dirname, '..', 'index.js')
+    const code = `
+      const { parentPort } = require('node:worker_threads')
+      const { Session } = require(${JSON.stringify(index)})
+      const big = 'tool output ✓ line\\\\n'.repeat(100000)
+      const lines = ['{"type":"session","version":0,"id":"w","createdAt":1}',
+        '{"type":"plugin/pad","seq":0,"time":1,"data":{"pad":"' + 'x'.repeat(1100000) + '"}}',
+        '{"type":"context/message","seq":1,"time":1,"data":{"content":[{"type":"text","text":"' + big + '"}],"source":{"kind":"plugin"}},"surfaceOp":"append"}',
+        '{"type":"context/message","seq":2,"time":1,"data":{"content":[{"type":"text","text":"' + big.replaceAll('✓', 'v') + '"}],"source":{"kind":"plugin"}},"surfaceOp":"append"}']
+      const text = lines.join('\\n') + '\\n'
+      const s = Session.fromJsonl(Buffer.from(text))
+      const m = s.deriveMessages()
+      parentPort.postMessage({ texts: m.map((x) => x.content[1].text), same: s.toJsonl() === text })
+    `
+    for (let round = 0; round < 3; round++) {
+      const worker = new Worker(code, { eval: true })
+      const got = await new Promise<{ texts: string[]; same: boolean }>((resolve, reject) => {
+        worker.once('message', resolve)
+        worker.once('error', reject)
+      })
+      await worker.terminate()
+      expect(got.same).toBe(true)
+      expect(got.texts.map((t) => t.length)).toEqual([1_900_000, 1_900_000])
+      expect(got.texts[0].startsWith('tool output ✓ line\n')).toBe(true)
+      expect(got.texts[1].endsWith('tool output v line\n')).toBe(true)
+    }
   })
 })

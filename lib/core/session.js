@@ -47,6 +47,8 @@ const EFFECT_HEADER = 4
 const INTERNAL = Symbol('internal construction')
 /** Seed events checked and handed over per native call. */
 const SEED_SLICE = 2048
+/** A surface node whose message is to be derived (`#derivedOf`). */
+const PENDING = Symbol('pending')
 /** Events parsed per native call when `events` is first read. */
 const EVENTS_SLICE = 8192
 /** Internal hooks for the stores and tools of this package (not public API). */
@@ -161,10 +163,17 @@ class Session {
   #nodes = []
   #generation = 0
   #surface
-  /** Messages of `#nodes[0..#derivedNodes]` at `#derivedGeneration`. */
+  /**
+   * What `#nodes[0..#derivedNodes]` derive to, a message or null per node
+   * (`PENDING` for the node a replace put in their place, derived when
+   * next asked), and those messages alone, in order (`#derived`, rebuilt
+   * from `#derivedOf` when a replace made it stale): a replace forgets the
+   * messages of the nodes it removed and keeps the others.
+   */
+  #derivedOf = []
   #derived = []
   #derivedNodes = 0
-  #derivedGeneration = 0
+  #derivedStale = false
   #headerStale = true
   #headerCache = undefined
   #attachments = []
@@ -276,11 +285,10 @@ class Session {
     this.#adopt(native, source.#objs.slice(source.#prefix - source.#objsFrom, end - source.#objsFrom), cached)
     // The same surface over the same events: the same messages and payloads.
     this.#payloads = new Map(source.#payloads)
-    if (source.#derivedGeneration === source.#generation) {
-      this.#derived = source.#derived.slice()
-      this.#derivedNodes = source.#derivedNodes
-      this.#derivedGeneration = this.#generation
-    }
+    this.#derivedOf = source.#derivedOf.slice()
+    this.#derived = source.#derived.slice()
+    this.#derivedNodes = source.#derivedNodes
+    this.#derivedStale = source.#derivedStale
   }
 
   /**
@@ -543,6 +551,7 @@ class Session {
     } else if (surface === EFFECT_REPLACE) {
       const [startIdx, endIdx] = this.#native.lastReplace()
       this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
+      this.#forgetDerived(startIdx, endIdx)
       this.#generation += 1
     }
     if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
@@ -608,24 +617,48 @@ class Session {
    * after `end` are left.
    */
   #deriveUpTo(end) {
-    if (this.#derivedGeneration !== this.#generation) {
-      this.#derived = []
-      this.#derivedNodes = 0
-      this.#derivedGeneration = this.#generation
-    }
+    if (this.#derivedStale) this.#rederive()
     const nodes = this.#nodes
     const to = Math.min(end, nodes.length)
     const from = this.#derivedNodes
     if (from < to) {
       if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
       const derived = this.#derived
+      const derivedOf = this.#derivedOf
       for (let i = from; i < to; i++) {
         const message = deriveFrozen(this.#payloadAt(nodes[i]))
+        derivedOf.push(message)
         if (message !== null) derived.push(message)
       }
       this.#derivedNodes = to
     }
     return to < nodes.length
+  }
+
+  /** Surface nodes `start..end` were replaced by one (`#nodes` spliced): forget their messages. */
+  #forgetDerived(start, end) {
+    if (start >= this.#derivedNodes) return
+    if (end >= this.#derivedNodes) {
+      this.#derivedOf.length = start
+      this.#derivedNodes = start
+    } else {
+      this.#derivedOf.splice(start, end - start + 1, PENDING)
+      this.#derivedNodes -= end - start
+    }
+    this.#derivedStale = true
+  }
+
+  /** Derive the nodes replaces left `PENDING`, then list the messages again. */
+  #rederive() {
+    const derivedOf = this.#derivedOf
+    const pending = []
+    for (let i = 0; i < derivedOf.length; i++) if (derivedOf[i] === PENDING) pending.push(i)
+    if (pending.length > 0) {
+      if (this.#objsFrom > 0) this.#materialize(pending.map((i) => this.#nodes[i]))
+      for (const i of pending) derivedOf[i] = deriveFrozen(this.#payloadAt(this.#nodes[i]))
+    }
+    this.#derived = derivedOf.filter((message) => message !== null)
+    this.#derivedStale = false
   }
 
   deriveEventMessage(event) {

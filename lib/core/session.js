@@ -613,8 +613,8 @@ class Session {
 
   /**
    * Derive the messages of surface nodes up to position `end` (those not
-   * derived yet; all of them again after a replacement); whether nodes
-   * after `end` are left.
+   * derived yet, and the node a replace left pending); whether nodes after
+   * `end` are left.
    */
   #deriveUpTo(end) {
     if (this.#derivedStale) this.#rederive()

@@ -615,22 +615,31 @@ fn sse2_stops(chunk: std::arch::x86_64::__m128i) -> u32 {
     }
 }
 
-/// How many of `bytes` from the start are `plain_unit`s.
+/// How many of `units` from the start are `plain_unit`s, 16 at a time
+/// (`sixteen` loads a chunk of 16 as 16 bytes for `sse2_stops`).
 #[cfg(target_arch = "x86_64")]
-fn plain_bytes(bytes: &[u8]) -> usize {
+fn plain_run<T: Copy + Into<u16>>(
+    units: &[T],
+    sixteen: impl Fn(&[T]) -> std::arch::x86_64::__m128i,
+) -> usize {
     let mut n = 0;
-    while n + 16 <= bytes.len() {
-        use std::arch::x86_64::*;
-        // SAFETY: the 16 bytes read are in bounds (checked above); loadu
-        // has no alignment need.
-        let chunk = unsafe { _mm_loadu_si128(bytes.as_ptr().add(n).cast()) };
-        let stops = sse2_stops(chunk);
+    while let Some(chunk) = units.get(n..n + 16) {
+        let stops = sse2_stops(sixteen(chunk));
         if stops != 0 {
             return n + stops.trailing_zeros() as usize;
         }
         n += 16;
     }
-    n + plain_prefix(&bytes[n..])
+    n + plain_prefix(&units[n..])
+}
+
+/// How many of `bytes` from the start are `plain_unit`s.
+#[cfg(target_arch = "x86_64")]
+fn plain_bytes(bytes: &[u8]) -> usize {
+    // SAFETY: the chunk holds 16 bytes; loadu has no alignment need.
+    plain_run(bytes, |c| unsafe {
+        std::arch::x86_64::_mm_loadu_si128(c.as_ptr().cast())
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -641,29 +650,19 @@ fn plain_bytes(bytes: &[u8]) -> usize {
 /// How many of `units` from the start are `plain_unit`s.
 #[cfg(target_arch = "x86_64")]
 fn plain_units(units: &[u16]) -> usize {
-    let mut n = 0;
-    while n + 16 <= units.len() {
-        use std::arch::x86_64::*;
-        // SAFETY: the 16 units read are in bounds (checked above); loadu
-        // has no alignment need; SSE2 is part of every x86-64.
-        let chunk = unsafe {
-            let at = units.as_ptr().add(n);
-            let (a, b) = (
-                _mm_loadu_si128(at.cast()),
-                _mm_loadu_si128(at.add(8).cast()),
-            );
-            // To bytes, saturated: a unit above 0xff becomes 0xff (top bit
-            // set), one from 0x8000 (negative as i16) 0 (a control byte),
-            // so each stops as it should.
-            _mm_packus_epi16(a, b)
-        };
-        let stops = sse2_stops(chunk);
-        if stops != 0 {
-            return n + stops.trailing_zeros() as usize;
-        }
-        n += 16;
-    }
-    n + plain_prefix(&units[n..])
+    use std::arch::x86_64::*;
+    // SAFETY: the chunk holds 16 units, read as two halves of 8; loadu has
+    // no alignment need; SSE2 is part of every x86-64.
+    plain_run(units, |c| unsafe {
+        let at = c.as_ptr();
+        // To bytes, saturated: a unit above 0xff becomes 0xff (top bit
+        // set), one from 0x8000 (negative as i16) 0 (a control byte), so
+        // each stops as it should.
+        _mm_packus_epi16(
+            _mm_loadu_si128(at.cast()),
+            _mm_loadu_si128(at.add(8).cast()),
+        )
+    })
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -84,37 +84,31 @@ unsafe fn external_string(env: sys::napi_env, units: Arc<Units>) -> Result<sys::
         // SAFETY: `hint` is the box made below, given to V8 once.
         drop(unsafe { Box::from_raw(hint.cast::<Arc<Units>>()) });
     }
-    let (data, len): (*const c_void, usize) = match &*units {
-        Units::Latin1(bytes) => (bytes.as_ptr().cast(), bytes.len()),
-        Units::Utf16(units) => (units.as_ptr().cast(), units.len()),
-    };
-    let latin1 = matches!(&*units, Units::Latin1(_));
     let hint = Box::into_raw(Box::new(units));
     let mut value = std::ptr::null_mut();
     let mut copied = false;
-    // SAFETY: `data` lives in the boxed `Arc` until V8 calls `release`
-    // with it (the units never change); on failure V8 keeps nothing.
+    // SAFETY: the units live in the boxed `Arc` until V8 calls `release`
+    // with it (they never change); on failure V8 keeps nothing.
     let status = unsafe {
-        if latin1 {
-            sys::node_api_create_external_string_latin1(
+        match &**hint {
+            Units::Latin1(bytes) => sys::node_api_create_external_string_latin1(
                 env,
-                data.cast(),
-                len as isize,
+                bytes.as_ptr().cast(),
+                bytes.len() as isize,
                 Some(release),
                 hint.cast(),
                 &mut value,
                 &mut copied,
-            )
-        } else {
-            sys::node_api_create_external_string_utf16(
+            ),
+            Units::Utf16(units) => sys::node_api_create_external_string_utf16(
                 env,
-                data.cast(),
-                len as isize,
+                units.as_ptr(),
+                units.len() as isize,
                 Some(release),
                 hint.cast(),
                 &mut value,
                 &mut copied,
-            )
+            ),
         }
     };
     if status != sys::Status::napi_ok {

@@ -1,7 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::texts::{holds_lifted, Lifted, Taken, COMPRESS_MIN_BYTES};
+use super::texts::{lifted_in, Lifted, Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -227,7 +227,8 @@ fn take(
         })
         .collect();
     let taken_now = |k: usize| {
-        matches!(texts[k], Cow::Borrowed(_)) || holds_lifted(lifted, bases[k], texts[k].len())
+        matches!(texts[k], Cow::Borrowed(_))
+            || !lifted_in(lifted, bases[k], texts[k].len()).is_empty()
     };
     let bytes: usize = (0..texts.len())
         .filter(|&k| taken_now(k))
@@ -327,11 +328,8 @@ impl Stream {
             }
         }
         let lifted = self.log.as_ref().map_or(&[][..], |log| log.texts.lifted());
-        let taken = if holds_lifted(lifted, self.bytes, text.len()) {
-            Taken::compressed(self.bytes, &text, &spans, lifted)
-        } else {
-            Taken::Buffer(text.into_owned())
-        };
+        let taken = Taken::holed(self.bytes, &text, &spans, lifted)
+            .unwrap_or_else(|| Taken::Buffer(text.into_owned()));
         self.lines += spans.len();
         self.bytes += taken.len();
         self.folded.push(taken);
@@ -742,11 +740,8 @@ impl Log {
             // cut out (`texts.rs::Lifted`); the others wait for the compressor.
             let lifted = log.texts.lifted();
             for p in batch {
-                let taken = if holds_lifted(lifted, bytes, p.text().len()) {
-                    Taken::compressed(bytes, p.text(), p.spans(), lifted)
-                } else {
-                    Taken::Buffer(p.into_text())
-                };
+                let taken = Taken::holed(bytes, p.text(), p.spans(), lifted)
+                    .unwrap_or_else(|| Taken::Buffer(p.into_text()));
                 bytes += taken.len();
                 texts.push(taken);
             }

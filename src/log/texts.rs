@@ -526,10 +526,12 @@ impl Texts {
     }
 }
 
-/// Whether any of `lifted` lies in the `len` bytes at `base` of the texts.
-pub(super) fn holds_lifted(lifted: &[Lifted], base: usize, len: usize) -> bool {
+/// The strings of `lifted` (in text order) that start in the `len` bytes
+/// at `base` of the texts.
+pub(super) fn lifted_in(lifted: &[Lifted], base: usize, len: usize) -> &[Lifted] {
     let first = lifted.partition_point(|l| l.at < base);
-    lifted.get(first).is_some_and(|l| l.at < base + len)
+    let end = first + lifted[first..].partition_point(|l| l.at < base + len);
+    &lifted[first..end]
 }
 
 /// A read's text as the log takes it (`Texts::adopt`): a buffer it owns,
@@ -569,6 +571,19 @@ impl Taken {
             pieces: pieces(base, text, &cuts, lifted),
         })
     }
+    /// A text the log owns (at `base`, `lines` as in `compressed`) that
+    /// holds `lifted` strings, taken `compressed` at once with those cut
+    /// out (JS holds them already); `None` when it holds none (it waits for
+    /// the compressor as it is).
+    pub(super) fn holed(
+        base: usize,
+        text: &str,
+        lines: &[(usize, usize)],
+        lifted: &[Lifted],
+    ) -> Option<Taken> {
+        let inside = lifted_in(lifted, base, text.len());
+        (!inside.is_empty()).then(|| Taken::compressed(base, text, lines, inside))
+    }
 }
 
 /// Where to cut `len` bytes into pieces of about `BLOCK` bytes: 0, some of
@@ -592,23 +607,18 @@ fn pieces(base: usize, text: &str, cuts: &[usize], lifted: &[Lifted]) -> Vec<(us
     cuts.windows(2)
         .map(|w| {
             let piece = text.get(w[0]..w[1]).unwrap_or("");
-            let (start, end) = (base + w[0], base + w[1]);
-            let first = lifted.partition_point(|l| l.at < start);
-            let inside = lifted[first..]
-                .iter()
-                .take_while(|l| l.at < end)
-                .filter(|l| l.at + l.len <= end && piece.is_char_boundary(l.at - start));
+            let start = base + w[0];
             let mut holes = Vec::new();
             let mut rest = String::new();
             let mut from = 0;
-            for l in inside {
+            for l in lifted_in(lifted, start, piece.len()) {
                 let at = l.at - start;
-                let Some(before) = piece.get(from..at) else {
+                // A string that is not a whole part of the piece (never
+                // made so) stays in the text.
+                let (Some(before), Some(_)) = (piece.get(from..at), piece.get(at..at + l.len))
+                else {
                     continue;
                 };
-                if piece.get(at..at + l.len).is_none() {
-                    continue;
-                }
                 if holes.is_empty() {
                     rest.reserve(piece.len() - l.len);
                 }

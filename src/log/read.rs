@@ -209,9 +209,9 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// (each borrowed text after the first on a thread of its own: a long log's
 /// two halves, two threads), so no raw copy of them is ever whole; under
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
-/// would leave them. Buffers the log owns wait for the compressor, but
-/// for those holding `lifted` strings (`texts.rs::Lifted`), which are taken
-/// at once with those strings cut out: JS holds them already.
+/// would leave them. Buffers the log owns wait for the compressor. Any
+/// text holding `lifted` strings (`texts.rs::Lifted`) is taken at once
+/// with those strings cut out, however short: JS holds them already.
 fn take(
     texts: Vec<Cow<'_, str>>,
     lines: &[Vec<(usize, usize)>],
@@ -226,20 +226,15 @@ fn take(
             Some(*at - t.len())
         })
         .collect();
-    let taken_now = |k: usize| {
-        matches!(texts[k], Cow::Borrowed(_))
-            || !lifted_in(lifted, bases[k], texts[k].len()).is_empty()
-    };
-    let bytes: usize = (0..texts.len())
-        .filter(|&k| taken_now(k))
+    let borrowed = |k: usize| matches!(texts[k], Cow::Borrowed(_));
+    let borrowed_bytes: usize = (0..texts.len())
+        .filter(|&k| borrowed(k))
         .map(|k| texts[k].len())
         .sum();
-    if bytes < COMPRESS_MIN_BYTES {
-        return texts
-            .into_iter()
-            .map(|t| Taken::Buffer(t.into_owned()))
-            .collect();
-    }
+    let taken_now = |k: usize| {
+        (borrowed(k) && borrowed_bytes >= COMPRESS_MIN_BYTES)
+            || !lifted_in(lifted, bases[k], texts[k].len()).is_empty()
+    };
     let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k], lifted);
     let mut compressing = (0..texts.len()).filter(|&k| taken_now(k));
     let first = compressing.next();
@@ -788,6 +783,32 @@ mod tests {
             out.push_str(if seq % 7 == 3 { "\r\n" } else { "\n" });
         }
         out
+    }
+
+    #[test]
+    fn a_short_owned_text_holding_a_lifted_string_is_taken_holed_at_once() {
+        // However little waits at the end of a read (here far under
+        // `COMPRESS_MIN_BYTES`), a text holding a string JS holds is not
+        // kept raw beside it; one without waits for the compressor, and
+        // the caller's bytes that short are copied.
+        let long = "y".repeat(5_000);
+        let line = format!(r#"{{"a":"{long}"}}"#);
+        let at = 10 + line.find('y').unwrap_or(0);
+        let lifted = [Lifted {
+            at,
+            len: long.len(),
+            units: std::sync::Arc::new(crate::scan::Units::Latin1(long.clone().into_bytes())),
+        }];
+        let spans = vec![(0, line.len())];
+        let texts = vec![Cow::Owned(line.clone()), Cow::Owned(line.clone())];
+        let taken = take(texts, &[spans.clone(), spans.clone()], 10, &lifted);
+        assert!(matches!(taken[0], Taken::Compressed(_)), "holed at once");
+        assert!(
+            matches!(taken[1], Taken::Buffer(_)),
+            "left for the compressor"
+        );
+        let borrowed = take(vec![Cow::Borrowed(&line[..])], &[spans], 0, &[]);
+        assert!(matches!(borrowed[0], Taken::Buffer(_)), "short: copied");
     }
 
     /// What reading `bytes` gives: the log's JSONL and surface, or the error.

@@ -742,7 +742,35 @@ class Session {
     const prefix = Math.min(end, this.#prefix)
     const live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
     const cached = this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
-    return new Session(INTERNAL, child, live, cached)
+    const session = new Session(INTERNAL, child, live, cached)
+    session.#shareDerived(this)
+    return session
+  }
+
+  /**
+   * Take what `parent` parsed and derived for this fork's events: the
+   * payloads it holds (so this fork's `events` give the same frozen
+   * values), and the messages of the surface nodes this fork's surface
+   * starts with (a node's message is its event's alone, SPEC 6). Its first
+   * derive then lists them instead of parsing every payload again.
+   */
+  #shareDerived(parent) {
+    if (parent.#objsFrom > 0) {
+      const end = this.#objsFrom
+      const payloads = this.#payloads
+      parent.#payloads.forEach((payload, seq) => {
+        if (seq < end) payloads.set(seq, payload)
+      })
+    }
+    const nodes = this.#nodes
+    const theirs = parent.#nodes
+    const n = Math.min(nodes.length, parent.#derivedNodes)
+    let k = 0
+    while (k < n && nodes[k] === theirs[k]) k++
+    if (k === 0) return
+    this.#derivedOf = parent.#derivedOf.slice(0, k)
+    this.#derivedNodes = k
+    this.#derivedStale = true
   }
 
   static {

@@ -316,13 +316,11 @@ impl Log {
         let end = end.min(self.len());
         let mut log = Log::new(child);
         self.replay_into(end, &mut log)?;
-        if end == self.texts.len() {
-            log.texts = self.texts.clone();
+        log.texts = if end == self.texts.len() {
+            self.texts.clone()
         } else {
-            let texts = log.texts_mut();
-            texts.reserve(end);
-            self.texts.visit(0, end, |_, text| texts.push(text))?;
-        }
+            Arc::new(self.texts.prefix(end)?)
+        };
         Ok(log)
     }
 }

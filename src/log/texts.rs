@@ -266,6 +266,31 @@ impl Texts {
         }
         Ok(())
     }
+    /// Texts `0..end`, as a fork takes them: the blocks before the one that
+    /// holds text `end` copied as they are (compressed ones stay so), and
+    /// the texts of that block before `end` pushed into an open block (a
+    /// text never straddles blocks). All of them: a copy.
+    pub fn prefix(&self, end: usize) -> CoreResult<Texts> {
+        let Some(&(cut, _)) = self.spans.get(end) else {
+            return Ok(self.clone());
+        };
+        let (k, base) = self.block_of(cut).ok_or_else(|| missing_text(end))?;
+        let first = self.spans.partition_point(|&(s, _)| s < base);
+        let mut texts = Texts {
+            blocks: self.blocks[..k].to_vec(),
+            bases: self.bases[..k].to_vec(),
+            spans: self.spans[..first].to_vec(),
+            compress_on_seal: self.compress_on_seal,
+            compressing: None,
+            idle: false,
+            recent: Mutex::new(None),
+            // Those in the blocks copied: the pushed texts may move.
+            lifted: self.lifted[..self.lifted.partition_point(|l| l.at < base)].to_vec(),
+        };
+        texts.spans.reserve(end.saturating_sub(first));
+        self.visit(first, end, |_, text| texts.push(text))?;
+        Ok(texts)
+    }
     /// The length of block `k` as text.
     fn block_len(&self, k: usize) -> usize {
         match self.blocks.get(k) {
@@ -1025,6 +1050,59 @@ mod tests {
             buf.push('\n');
         }
         (buf, spans, lifted)
+    }
+
+    #[test]
+    fn a_prefix_holds_the_first_texts_whatever_their_blocks_hold() {
+        // A read's buffer with a header before its first text and long
+        // strings waiting to be cut out (the lifted ones), then pushes that
+        // fill raw blocks; compressed or not, the prefix at every kind of
+        // cut (block starts, inside blocks, the ends) reads back the same
+        // texts, takes pushes after them, and compresses to the same.
+        let (buf, spans, lifted) = lines_with_long_strings(12);
+        for compressed in [false, true] {
+            let mut t = Texts::default();
+            for &(s, e) in &spans {
+                t.push_span(s + 5, e + 5);
+            }
+            t.adopt_buffers(vec![format!("head\n{buf}")]);
+            for l in &lifted {
+                t.lift(Lifted {
+                    at: l.at + 5,
+                    ..l.clone()
+                });
+            }
+            for i in 0..3_000 {
+                t.push(&format!(
+                    "{{\"pushed\":{i},\"pad\":\"{}\"}}",
+                    "p".repeat(i % 400)
+                ));
+            }
+            if compressed {
+                compress_all(&mut t, 1);
+            }
+            let want = all(&t);
+            let starts: Vec<usize> = t
+                .bases
+                .iter()
+                .map(|&b| t.spans.partition_point(|&(s, _)| s < b))
+                .collect();
+            let mut ends: Vec<usize> = (0..=14)
+                .chain(starts.iter().flat_map(|&k| [k.saturating_sub(1), k, k + 1]))
+                .collect();
+            ends.extend([want.len() - 1, want.len(), want.len() + 3]);
+            for end in ends {
+                let mut p = t.prefix(end).expect("the texts read");
+                let end = end.min(want.len());
+                assert_eq!(all(&p), want[..end], "{compressed} {end}");
+                p.push("after");
+                compress_all(&mut p, 1);
+                let mut more = want[..end].to_vec();
+                more.push("after".to_string());
+                assert_eq!(all(&p), more, "{compressed} {end} after a push");
+            }
+            assert_eq!(all(&t), want, "the texts taken from are as they were");
+        }
     }
 
     #[test]

@@ -1,0 +1,111 @@
+// A fork (`session.fork`) starts from what its parent already holds: the
+// messages the parent derived for the surface nodes the two share (a node's
+// message is its event's alone, SPEC 6), and the texts of its events as the
+// parent's log keeps them, the blocks before the boundary's copied as they
+// are (src/log/texts.rs, `Texts::prefix`). Neither may show: the fork's first
+// `deriveMessages()` is what a fresh read of its log derives, its log is
+// the parent's up to the boundary line for line, and it goes on as a fresh
+// copy would, whatever the parent was (live, read from JSONL as a string or
+// a Buffer, its messages derived or not, a compaction since).
+
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { Session } from '../index.js'
+import { expectEqualsFreshCopies, replaceSomeNodes, USER } from './spec-helpers.js'
+
+const PROV = { provider: 'p', model: 'm' }
+const txt = (t: string) => [{ type: 'text', text: t }] as never
+
+type Op = { kind: 'turn'; pad: number } | { kind: 'compact'; a: number; b: number } | { kind: 'derive' }
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('turn' as const), pad: fc.nat({ max: 60_000 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('compact' as const), a: fc.nat(), b: fc.nat() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'derive' as const }) },
+)
+
+/** Apply `op` to `s` (turn `n`): a turn of a user message, a reply with a tool call and its result; or a compaction in a turn of its own. */
+function apply(s: Session, o: Op, n: number): void {
+  if (o.kind === 'derive') {
+    s.deriveMessages()
+    return
+  }
+  s.append('turn/start', { turn: n, trigger: { kind: 'message', source: USER } })
+  if (o.kind === 'compact') {
+    replaceSomeNodes(s, o.a, o.b)
+  } else {
+    s.append('user/message', { content: txt(`q${n} ${'é'.repeat(o.pad % 7)}${'x'.repeat(o.pad)}`), source: USER }, { surfaceOp: 'append' })
+    s.append('step/start', { turn: n, step: 1 })
+    s.append(
+      'assistant/message',
+      { turn: n, step: 1, content: [...(txt(`a${n}`) as unknown[]), { type: 'tool-call', id: `c${n}`, name: 'r', arguments: '{}' }] as never, provenance: PROV },
+      { surfaceOp: 'append' },
+    )
+    s.append('tool/result', { turn: n, step: 1, callId: `c${n}`, content: txt(`out ${n} ${'y'.repeat(o.pad >> 1)}`), isError: false } as never, { surfaceOp: 'append' })
+    s.append('step/end', { turn: n, step: 1, reason: 'stop' } as never)
+  }
+  s.append('turn/end', { turn: n, reason: { kind: 'completed' } })
+}
+
+const eventLines = (s: Session) => s.toJsonl().trimEnd().split('\n').slice(1)
+
+describe('a fork starts from what its parent holds', () => {
+  it('derives what a fresh read of its log derives, and holds the parent log up to the boundary', () => {
+    fc.assert(
+      fc.property(
+        fc.array(op, { minLength: 1, maxLength: 36 }),
+        fc.constantFrom('live', 'string', 'buffer'),
+        fc.array(op, { maxLength: 4 }),
+        fc.nat(),
+        (ops, how, after, pick) => {
+          const live = new Session('p')
+          ops.forEach((o, n) => apply(live, o, n))
+          const parent = how === 'live' ? live : Session.fromJsonl(how === 'string' ? live.toJsonl() : Buffer.from(live.toJsonl()))
+          // The parent goes on: its messages derived (or not), compacted since.
+          after.forEach((o, n) => apply(parent, o, ops.length + n))
+          const ends = eventLines(parent).flatMap((line, seq) => (JSON.parse(line).type === 'turn/end' ? [seq] : []))
+          const boundary = pick % (ends.length + 1) === ends.length ? undefined : ends[pick % (ends.length + 1)]
+          const parentLines = eventLines(parent)
+          const child = parent.fork(boundary, 'c')
+          // Its first derive, before anything else reads it.
+          const messages = child.deriveMessages()
+          const fresh = Session.fromJsonl(child.toJsonl())
+          expect(messages).toEqual(fresh.deriveMessages())
+          // Its messages share the frozen values of its own events (SPEC 6;
+          // a user or assistant message's content is its event's).
+          const events = child.events as readonly { type: string; data: { content?: unknown } }[]
+          child.surface.nodes.forEach((seq, i) => {
+            if (events[seq].type === 'user/message' || events[seq].type === 'assistant/message') {
+              expect(messages[i].content).toBe(events[seq].data.content)
+            }
+          })
+          expect(eventLines(child)).toEqual(parentLines.slice(0, boundary === undefined ? undefined : boundary + 1))
+          expectEqualsFreshCopies(child)
+          // It goes on as a fresh copy would.
+          apply(child, { kind: 'turn', pad: 3 }, 1_000)
+          apply(child, { kind: 'compact', a: pick, b: pick >> 1 }, 1_001)
+          expectEqualsFreshCopies(child)
+          expect(eventLines(parent)).toEqual(parentLines)
+        },
+      ),
+      { numRuns: 60 },
+    )
+  })
+
+  it("shares the parent's frozen messages for the nodes they share", () => {
+    const parent = new Session('p')
+    for (let n = 0; n < 6; n++) apply(parent, { kind: 'turn', pad: 10 }, n)
+    apply(parent, { kind: 'compact', a: 12, b: 1 }, 6)
+    const read = Session.fromJsonl(parent.toJsonl())
+    for (const p of [parent, read]) {
+      const theirs = p.deriveMessages()
+      const whole = p.fork(undefined, 'c').deriveMessages()
+      expect(whole).toHaveLength(theirs.length)
+      whole.forEach((m, i) => expect(m).toBe(theirs[i]))
+      // Up to the third turn's end: its surface is the parent's first nodes.
+      const part = p.fork(20, 'c2').deriveMessages()
+      expect(part.length).toBeGreaterThan(0)
+      part.forEach((m, i) => expect(m).toBe(theirs[i]))
+    }
+  })
+})

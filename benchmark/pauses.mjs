@@ -152,6 +152,30 @@ const CHILDREN = {
     return { time: t1 - t0, pause: probe.pause(t0, t1) }
   },
 
+  /**
+   * Fork the opened session (each call is synchronous: its time is its
+   * pause), whole and at a turn end mid-log, then each child's first derive.
+   */
+  async fork({ dir, events, midEnd }) {
+    const store = storesOf(dir).jsonl()
+    const session = await store.open(ID)
+    session.deriveMessages()
+    await settle()
+    const out = {}
+    for (const [name, boundary] of [['whole', undefined], ['mid', midEnd]]) {
+      const t0 = performance.now()
+      const child = session.fork(boundary, `${ID}-${name}`)
+      const t1 = performance.now()
+      const messages = child.deriveMessages()
+      const t2 = performance.now()
+      if (messages.length === 0 || child.seq !== (boundary ?? events - 1) + 1) throw new Error(`forked ${child.seq} events`)
+      out[name] = { fork: t1 - t0, derive: t2 - t1 }
+      await settle()
+    }
+    await store.close()
+    return out
+  },
+
   /** Session.fromJsonl of the file's bytes (read before the clock starts), then the first derive. */
   async fromJsonl({ file, events }) {
     const bytes = fs.readFileSync(file)
@@ -215,6 +239,7 @@ const withReference = fs.existsSync(REFERENCE)
 let t = performance.now()
 const { ops, lastTurn } = workloadOps(asked)
 const events = ops.length
+const midEnd = ops.findIndex((op, i) => i >= events / 2 && op.type === 'turn/end')
 const stored = await storedLog(removeAtExit(tmpDir('stored')), events, eventSource(ops))
 ops.length = 0
 console.log(`log: ${events} events (the workload's first ${asked}, cut back to its last whole turn), `
@@ -227,7 +252,7 @@ const record = (name, value) => {
   ;(results[name] ??= []).push(value)
   if (value.error !== undefined) console.log(`${name}: failed: ${value.error}`)
 }
-const base = { dir: stored.dir, file: stored.file, events, lastTurn }
+const base = { dir: stored.dir, file: stored.file, events, lastTurn, midEnd }
 t = performance.now()
 for (let r = 0; r < runs; r++) {
   for (const kind of ['jsonl', 'sqlite']) record(`open-${kind}`, runChild(self, { ...base, kind: 'open', store: kind }))
@@ -239,6 +264,7 @@ for (let r = 0; r < runs; r++) {
   for (const via of ['open', 'fromJsonl']) {
     for (const kind of ['jsonl', 'sqlite']) record(`resumeFlush-${via}-${kind}`, runChild(self, { ...base, kind: 'resumeFlush', store: kind, via }))
   }
+  record('fork', runChild(self, { ...base, kind: 'fork' }))
 }
 console.log(`measured in ${((performance.now() - t) / 1000).toFixed(0)} s\n`)
 
@@ -262,6 +288,14 @@ table(['work', 'time ms', 'longest pause ms', 'less GC', 'target'], [
   pauseRow('first flush after Session.fromJsonl of the log, into the JSONL store holding it', 'resumeFlush-fromJsonl-jsonl', 'time', 'pause', `${PAUSE}; time ≤ 20 ms`),
   pauseRow('first flush after Session.fromJsonl of the log, into the SQLite store holding it', 'resumeFlush-fromJsonl-sqlite', 'time', 'pause', `${PAUSE}; time ≤ 20 ms`),
 ], 'lrrrl')
+
+console.log(`\nFork of the session a JSONL store opened (synchronous calls: each time is a pause)\n`)
+table(['work', 'ms', 'target'], [
+  ['session.fork() (whole log)', range(of('fork', 'whole.fork')), PAUSE],
+  ['  the fork\'s first deriveMessages()', range(of('fork', 'whole.derive')), PAUSE],
+  [`session.fork(${midEnd}) (a turn end mid-log)`, range(of('fork', 'mid.fork')), PAUSE],
+  ['  the fork\'s first deriveMessages()', range(of('fork', 'mid.derive')), PAUSE],
+], 'lrl')
 
 console.log(`\nResume of the ${E}-event session against the reference's new Session(id, events) of the parsed lines\n`)
 const ratio = (ours, ref) => {

@@ -21,7 +21,7 @@ const SERVICE_NAME = 'sessions'
 // The session core (index.js hands over its own, as for the durable stores).
 let core
 function useCore(index) {
-  core = { Session: index.Session }
+  core = { Session: index.Session, internal: index[Symbol.for('dsh-session-native.internal')] }
 }
 function sessionClass() {
   if (core === undefined) useCore(require('../index.js'))
@@ -302,42 +302,53 @@ class SessionStore {
       throw new SessionForkError(`${quote(sourceId)} is not the live store instance`, 'SESSION_NOT_LIVE')
     }
     const parent = entry.session
-    const events = parent.events
-    let seed = []
-    if (boundary !== undefined || events.length > 0) {
-      const b = boundary === undefined ? events[events.length - 1].seq : boundary
+    // A session of this package answers the checks without its `events`
+    // (at a million events, reading them holds the thread for seconds),
+    // unless `events` was redefined on it.
+    const own = parent instanceof sessionClass() && !Object.hasOwn(parent, 'events')
+    const events = own ? undefined : parent.events
+    const length = own ? parent.seq : events.length
+    const seqAt = (i) => (own ? i : events[i].seq)
+    const typeAt = (i) => (own ? core.internal.typeAt(parent, i) : events[i].type)
+    let end = 0
+    if (boundary !== undefined || length > 0) {
+      const b = boundary === undefined ? seqAt(length - 1) : boundary
       if (!Number.isSafeInteger(b) || b < 0) {
         throw new SessionForkError(
           `fork boundary for ${quote(sourceId)} must be a non-negative safe integer, got ${String(b)}`,
           'INVALID_BOUNDARY',
         )
       }
-      if (b >= events.length) {
-        const last = events.length === 0 ? 'none' : events[events.length - 1].seq
+      if (b >= length) {
+        const last = length === 0 ? 'none' : seqAt(length - 1)
         throw new SessionForkError(
           `fork boundary ${b} does not exist in ${quote(sourceId)} (last seq: ${last})`,
           'INVALID_BOUNDARY',
         )
       }
-      if (events[b].seq !== b) {
+      if (seqAt(b) !== b) {
         throw new SessionForkError(
           `fork boundary ${b} does not match a contiguous event seq in ${quote(sourceId)}`,
           'INVALID_BOUNDARY',
         )
       }
-      if (events[b].type !== 'turn/end') {
-        throw new SessionForkError(
-          `fork boundary ${b} in ${quote(sourceId)} must be turn/end, got ${events[b].type}`,
-          'OPEN_TURN',
-        )
+      const type = typeAt(b)
+      if (type !== 'turn/end') {
+        throw new SessionForkError(`fork boundary ${b} in ${quote(sourceId)} must be turn/end, got ${type}`, 'OPEN_TURN')
       }
-      seed = events.slice(0, b + 1)
+      end = b + 1
     }
     const meta = {}
     if (parent.header.cwd !== undefined) meta.cwd = parent.header.cwd
     meta.parentSession = parent.id
-    meta.seedLength = seed.length
-    return this.create(childSessionId, { seed, meta })
+    meta.seedLength = end
+    if (own && end > 0) {
+      // Copies of its events `0..=b` as a session of this package, which
+      // `create` takes as it is (`options.from`): what a seed of them gives,
+      // without each event copied, stringified and checked again.
+      return this.create(childSessionId, { from: core.internal.detachedPrefix(parent, end), meta })
+    }
+    return this.create(childSessionId, { seed: own ? [] : events.slice(0, end), meta })
   }
 }
 

@@ -736,14 +736,23 @@ class Session {
       throw fail(`fork boundary ${end - 1} in session "${this.#id}" is not a turn/end`, 'INVALID_BOUNDARY')
     }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
+    return this.#forkPrefix(end, id, false)
+  }
+
+  /**
+   * A session holding this one's events `0..end` under `id`. This
+   * session's own events up to `end` go to it as the same frozen objects,
+   * and it starts from what this one parsed and derived (`#shareDerived`);
+   * or, `detached`, as copies, and it parses and derives its own.
+   */
+  #forkPrefix(end, id, detached) {
     const child = this.#forkNative(end, id)
-    // This session's own events up to the boundary go to the child as the
-    // same frozen objects.
     const prefix = Math.min(end, this.#prefix)
-    const live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
-    const cached = this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
+    let live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
+    if (detached) live = live.map((event) => deepFreeze(JSON.parse(JSON.stringify(event))))
+    const cached = !detached && this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
     const session = new Session(INTERNAL, child, live, cached)
-    session.#shareDerived(this)
+    if (!detached) session.#shareDerived(this)
     return session
   }
 
@@ -783,6 +792,14 @@ class Session {
     /** The longest string `toJsonl()` makes (V8's limit; tests lower it). */
     internal.stringLimit = 0x1fffffe8
     internal.wrapNative = (native) => new Session(INTERNAL, native)
+    /**
+     * For the service's fork (SPEC 12.6): a session holding copies of
+     * `session`'s events `0..end` (none of its objects), and the type of
+     * its event `seq`, without reading `events`.
+     */
+    internal.detachedPrefix = (session, end) => session.#forkPrefix(end, session.#id, true)
+    internal.typeAt = (session, seq) =>
+      seq >= session.#objsFrom ? session.#objs[seq - session.#objsFrom].type : JSON.parse(session.#native.eventsJson(seq, seq + 1, new Uint32Array(0)))[0].type
     internal.takeBatch = takeBatch
     /**
      * Derive the messages of the surface a run of payloads at a time,

@@ -1,0 +1,105 @@
+// SPEC 12.6, step 4: the service's fork creates the child from copies of
+// the source's events `0..=b`. For a session of this package it neither
+// reads `source.events` nor seeds the child from objects: it hands `create`
+// a session of this package holding copies of those events (`options.from`).
+// None of it may show: the child is what a seed of `source.events[0..=b]`
+// gives (events, surface, messages, header), every event and payload a
+// distinct frozen object, and the source is left as it was, whatever the
+// source was (live, read from JSONL, opened by a store, compacted).
+
+import * as fs from 'node:fs'
+import * as os from 'node:os'
+import * as path from 'node:path'
+import fc from 'fast-check'
+import { afterAll, describe, expect, it } from 'vitest'
+import { JsonlSessionStore, Session, type SessionEvent } from '../index.js'
+import { apply, op } from './fork-helpers.js'
+import { mount } from './service-helpers.js'
+import { expectEqualsFreshCopies, isDeepFrozen, newSession } from './spec-helpers.js'
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-fork-copies-'))
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+
+/** Every object reachable from `value`. */
+function objects(value: unknown, out = new Set<object>()): Set<object> {
+  if (typeof value === 'object' && value !== null && !out.has(value)) {
+    out.add(value)
+    for (const v of Object.values(value)) objects(v, out)
+  }
+  return out
+}
+
+describe('sessions.fork of a session of this package', () => {
+  it('gives the child a seed of source.events[0..=b] would give, all of it copies', async () => {
+    let run = 0
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(op, { minLength: 1, maxLength: 24 }),
+        fc.constantFrom('live', 'jsonl', 'store'),
+        fc.array(op, { maxLength: 3 }),
+        fc.nat(),
+        async (ops, how, after, pick) => {
+          const { ctx } = await mount()
+          const built = new Session(`s${run}`, [], { version: 0, id: `s${run}` as never, createdAt: 1, cwd: '/w' })
+          run += 1
+          ops.forEach((o, n) => apply(built, o, n))
+          let source = built
+          if (how === 'jsonl') source = Session.fromJsonl(built.toJsonl())
+          if (how === 'store') {
+            const store = new JsonlSessionStore({ root })
+            await store.flush(built)
+            source = await store.open(built.id)
+            await store.close()
+          }
+          const live = ctx.sessions.create(`${source.id}-live`, { from: source, meta: { cwd: '/w' } })
+          after.forEach((o, n) => apply(live, o, ops.length + n))
+          const before = live.toJsonl()
+          const ends = live.events.flatMap((e) => (e.type === 'turn/end' ? [e.seq] : []))
+          const b = pick % (ends.length + 1) === ends.length ? undefined : ends[pick % (ends.length + 1)]
+          const child = ctx.sessions.fork(live, b)
+          const seed = live.events.slice(0, (b ?? live.seq - 1) + 1)
+          const seeded = newSession('seeded', seed as SessionEvent[])
+          expect(child.deriveMessages()).toEqual(seeded.deriveMessages())
+          expect(child.events).toEqual(seed)
+          expect(child.surface.nodes).toEqual(seeded.surface.nodes)
+          expect(child.surface.replaceGeneration).toBe(seeded.surface.replaceGeneration)
+          expect(child.requestHeader()).toEqual(seeded.requestHeader())
+          expect(Object.keys(child.header)).toEqual(['version', 'id', 'createdAt', 'cwd', 'parentSession', 'seedLength'])
+          expect(child.header).toMatchObject({ cwd: '/w', parentSession: live.id, seedLength: seed.length })
+          expect(isDeepFrozen(child.events)).toBe(true)
+          // Copies: no object of the source's events or messages is the child's.
+          const theirs = objects([live.events, live.deriveMessages()])
+          for (const o of objects([child.events, child.deriveMessages()])) expect(theirs.has(o)).toBe(false)
+          expect(live.toJsonl()).toBe(before)
+          expectEqualsFreshCopies(child)
+          apply(child, { kind: 'turn', pad: 5 }, 1_000)
+          expectEqualsFreshCopies(child)
+          expect(live.toJsonl()).toBe(before)
+        },
+      ),
+      { numRuns: 40 },
+    )
+  })
+
+  it('passes create the copies as options.from, with the meta a seed would have', async () => {
+    const { ctx } = await mount()
+    const source = ctx.sessions.create('src', { meta: { cwd: '/p' } })
+    apply(source, { kind: 'turn', pad: 1 }, 0)
+    apply(source, { kind: 'turn', pad: 2 }, 1)
+    const calls: unknown[][] = []
+    const create = ctx.sessions.create.bind(ctx.sessions)
+    ctx.sessions.create = ((...args: Parameters<typeof create>) => {
+      calls.push(args)
+      return create(...args)
+    }) as typeof create
+    const child = ctx.sessions.fork(source, 6, 'kid')
+    expect(calls).toHaveLength(1)
+    const [id, options] = calls[0] as [string, { from: Session; meta: unknown; seed?: unknown }]
+    expect(id).toBe('kid')
+    expect(options.seed).toBeUndefined()
+    expect(options.meta).toEqual({ cwd: '/p', parentSession: 'src', seedLength: 7 })
+    expect(options.from).toBeInstanceOf(Session)
+    expect(options.from.events).toEqual(source.events.slice(0, 7))
+    expect(child.events).toEqual(source.events.slice(0, 7))
+  })
+})

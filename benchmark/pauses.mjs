@@ -154,21 +154,34 @@ const CHILDREN = {
 
   /**
    * Fork the opened session (each call is synchronous: its time is its
-   * pause), whole and at a turn end mid-log, then each child's first derive.
+   * pause), whole and at a turn end mid-log, then each child's first
+   * derive; and through the Cordis service (`ctx.sessions.fork`, which
+   * makes copies), the session entered with `create(id, { from })`.
    */
   async fork({ dir, events, midEnd }) {
     const store = storesOf(dir).jsonl()
     const session = await store.open(ID)
     session.deriveMessages()
     await settle()
+    const { Context } = await import('@deepseek-ai/cordis')
+    const { SessionStore } = await import('../index.js')
+    const ctx = new Context()
+    await ctx.plugin(SessionStore)
+    const entered = ctx.sessions.create(`${ID}-entered`, { from: session })
+    entered.deriveMessages()
     const out = {}
-    for (const [name, boundary] of [['whole', undefined], ['mid', midEnd]]) {
+    const forks = [
+      ['whole', () => session.fork(undefined, `${ID}-whole`), events],
+      ['mid', () => session.fork(midEnd, `${ID}-mid`), midEnd + 1],
+      ['service', () => ctx.sessions.fork(entered), events],
+    ]
+    for (const [name, fork, length] of forks) {
       const t0 = performance.now()
-      const child = session.fork(boundary, `${ID}-${name}`)
+      const child = fork()
       const t1 = performance.now()
       const messages = child.deriveMessages()
       const t2 = performance.now()
-      if (messages.length === 0 || child.seq !== (boundary ?? events - 1) + 1) throw new Error(`forked ${child.seq} events`)
+      if (messages.length === 0 || child.seq !== length) throw new Error(`forked ${child.seq} events`)
       out[name] = { fork: t1 - t0, derive: t2 - t1 }
       await settle()
     }
@@ -295,6 +308,8 @@ table(['work', 'ms', 'target'], [
   ['  the fork\'s first deriveMessages()', range(of('fork', 'whole.derive')), PAUSE],
   [`session.fork(${midEnd}) (a turn end mid-log)`, range(of('fork', 'mid.fork')), PAUSE],
   ['  the fork\'s first deriveMessages()', range(of('fork', 'mid.derive')), PAUSE],
+  ['ctx.sessions.fork(session) (Cordis service: a child of copies)', range(of('fork', 'service.fork')), PAUSE],
+  ['  the child\'s first deriveMessages()', range(of('fork', 'service.derive')), PAUSE],
 ], 'lrl')
 
 console.log(`\nResume of the ${E}-event session against the reference's new Session(id, events) of the parsed lines\n`)

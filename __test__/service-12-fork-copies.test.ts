@@ -42,7 +42,8 @@ describe('sessions.fork of a session of this package', () => {
           const { ctx } = await mount()
           const built = new Session(`s${run}`, [], { version: 0, id: `s${run}` as never, createdAt: 1, cwd: '/w' })
           run += 1
-          ops.forEach((o, n) => apply(built, o, n))
+          // A store holds a session once it has an event.
+          ;[{ kind: 'turn', pad: 0 } as const, ...ops].forEach((o, n) => apply(built, o, n))
           let source = built
           if (how === 'jsonl') source = Session.fromJsonl(built.toJsonl())
           if (how === 'store') {
@@ -52,7 +53,7 @@ describe('sessions.fork of a session of this package', () => {
             await store.close()
           }
           const live = ctx.sessions.create(`${source.id}-live`, { from: source, meta: { cwd: '/w' } })
-          after.forEach((o, n) => apply(live, o, ops.length + n))
+          after.forEach((o, n) => apply(live, o, ops.length + 1 + n))
           const before = live.toJsonl()
           const ends = live.events.flatMap((e) => (e.type === 'turn/end' ? [e.seq] : []))
           const b = pick % (ends.length + 1) === ends.length ? undefined : ends[pick % (ends.length + 1)]
@@ -101,5 +102,25 @@ describe('sessions.fork of a session of this package', () => {
     expect(options.from).toBeInstanceOf(Session)
     expect(options.from.events).toEqual(source.events.slice(0, 7))
     expect(child.events).toEqual(source.events.slice(0, 7))
+  })
+
+  it('names the type of a boundary event the log holds as text', async () => {
+    const { ctx } = await mount()
+    const built = new Session('b')
+    apply(built, { kind: 'turn', pad: 1 }, 0)
+    const read = ctx.sessions.create('read', { from: Session.fromJsonl(built.toJsonl()) })
+    apply(read, { kind: 'turn', pad: 1 }, 1)
+    // Seq 3 is in the text the log was read from, seq 10 an append of this process.
+    for (const [b, type] of [[3, 'assistant/message'], [10, 'assistant/message'], [0, 'turn/start']] as const) {
+      let error: (Error & { code?: string }) | undefined
+      try {
+        ctx.sessions.fork(read, b)
+      } catch (e) {
+        error = e as Error & { code?: string }
+      }
+      expect(error?.message).toBe(`fork boundary ${b} in session "read" must be turn/end, got ${type}`)
+      expect(error?.code).toBe('OPEN_TURN')
+    }
+    expect(ctx.sessions.list().map((s) => s.id)).toEqual(['read'])
   })
 })

@@ -43,12 +43,6 @@ impl Metas {
             }
         });
     }
-    /// Room for `count` more events, exactly (a read that knows its count).
-    pub fn reserve_exact(&mut self, count: usize) {
-        self.times.reserve_exact(count);
-        self.kinds.reserve_exact(count);
-        self.ops.reserve_exact(count);
-    }
     /// Room for `count` more events.
     pub fn reserve(&mut self, count: usize) {
         self.times.reserve(count);
@@ -76,6 +70,30 @@ impl Metas {
     }
     pub fn kind(&self, seq: usize) -> Option<Kind> {
         self.kinds.get(seq).copied()
+    }
+    /// The first `end` events' facts (a fork's copy).
+    pub fn prefix(&self, end: usize) -> Metas {
+        let end = end.min(self.len());
+        let replaces = self.replaces.partition_point(|r| r.0 < end as u64);
+        Metas {
+            times: self.times[..end].to_vec(),
+            kinds: self.kinds[..end].to_vec(),
+            ops: self.ops[..end].to_vec(),
+            replaces: self.replaces[..replaces].to_vec(),
+        }
+    }
+    /// Which of the first `end` events move the surface or the header fold,
+    /// in order (the others a replay passes over).
+    pub fn effects(&self, end: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = end.min(self.len());
+        (0..end).filter(|&i| self.ops[i] != OpTag::None || self.kinds[i] == Kind::RequestHeader)
+    }
+    /// The last of the first `end` events that is a `turn/start` or `turn/end`.
+    pub fn last_boundary(&self, end: usize) -> Option<usize> {
+        let end = end.min(self.len());
+        self.kinds[..end]
+            .iter()
+            .rposition(|k| matches!(k, Kind::TurnStart | Kind::TurnEnd))
     }
 }
 

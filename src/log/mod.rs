@@ -292,18 +292,19 @@ impl Log {
         Ok(log.surface)
     }
 
-    /// Record events `0..end`'s facts in the empty `log`, replaying their
-    /// surface ops and the header fold (no text is read).
+    /// Record events `0..end`'s facts in the empty `log`: a copy of them,
+    /// and the surface ops and header fold of those that have any replayed
+    /// (no text is read).
     fn replay_into(&self, end: usize, log: &mut Log) -> CoreResult<()> {
-        log.metas.reserve_exact(end);
-        for i in 0..end {
+        for i in self.metas.effects(end) {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
             })?;
             let plan = log.surface.replay_plan(i as u64, meta.op)?;
             log.apply(&plan, header_seq(meta.kind, i as u64));
-            log.note_meta(meta);
         }
+        log.metas = self.metas.prefix(end);
+        log.last_boundary = self.metas.last_boundary(end);
         Ok(())
     }
 
@@ -469,6 +470,102 @@ mod tests {
             "seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"
         );
         assert_eq!(err.line(), Some(2));
+    }
+
+    #[test]
+    fn a_fork_at_any_event_holds_what_a_read_of_that_prefix_holds() {
+        // Turns of appends, request headers, replaces of random node
+        // ranges and other events (xorshift: deterministic); the fork at
+        // every length has the facts, surface, header fold and last turn
+        // boundary a read of the same lines gives.
+        let header = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+        let mut lines: Vec<String> = Vec::new();
+        let mut nodes: Vec<usize> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let msg = r#""data":{"content":[],"source":{"kind":"user"}}"#;
+        while lines.len() < 400 {
+            let seq = lines.len();
+            let line = match next(6) {
+                0 => format!(
+                    r#"{{"type":"turn/start","seq":{seq},"time":{seq},"data":{{"turn":1}}}}"#
+                ),
+                1 => format!(
+                    r#"{{"type":"turn/end","seq":{seq},"time":{seq},"data":{{"turn":1,"reason":{{"kind":"completed"}}}}}}"#
+                ),
+                2 => format!(
+                    r#"{{"type":"request/header","seq":{seq},"time":{seq},"data":{{"header":{{"config":{{"provider":"p","model":"m{seq}"}}}},"reason":"initial"}}}}"#
+                ),
+                3 if !nodes.is_empty() => {
+                    let i = next(nodes.len() as u64) as usize;
+                    let j = i + next((nodes.len() - i) as u64) as usize;
+                    let shadowed: Vec<String> =
+                        nodes[i..=j].iter().map(|n| n.to_string()).collect();
+                    let line = format!(
+                        r#"{{"type":"user/message","seq":{seq},"time":{seq},{msg},"surfaceOp":{{"op":"replace","start":{},"end":{}}},"sourceEventSeqs":[{}]}}"#,
+                        nodes[i],
+                        nodes[j],
+                        shadowed.join(",")
+                    );
+                    nodes.splice(i..=j, [seq]);
+                    line
+                }
+                4 => {
+                    nodes.push(seq);
+                    format!(
+                        r#"{{"type":"user/message","seq":{seq},"time":{seq},{msg},"surfaceOp":"append"}}"#
+                    )
+                }
+                _ => format!(r#"{{"type":"plugin/x","seq":{seq},"time":{seq},"data":{{}}}}"#),
+            };
+            lines.push(line);
+        }
+        let read = |n: usize| {
+            let text: String = std::iter::once(header.to_string())
+                .chain(lines[..n].iter().cloned())
+                .map(|l| format!("{l}\n"))
+                .collect();
+            Log::from_jsonl(text.as_bytes()).map_err(|e| e.to_string())
+        };
+        let log = read(lines.len()).expect("the log reads");
+        assert_eq!(
+            log.surface().nodes(),
+            nodes.iter().map(|&n| n as u64).collect::<Vec<_>>()
+        );
+        for end in 0..=lines.len() {
+            let fork = log
+                .fork_prefix(end, SessionHeader::minimal("c", 1.0))
+                .expect("the fork replays");
+            let want = read(end).expect("the prefix reads");
+            assert_eq!(fork.len(), end);
+            assert_eq!(fork.surface().nodes(), want.surface().nodes(), "{end}");
+            assert_eq!(
+                fork.surface().generation(),
+                want.surface().generation(),
+                "{end}"
+            );
+            assert_eq!(
+                fork.request_header_seq(),
+                want.request_header_seq(),
+                "{end}"
+            );
+            assert_eq!(fork.last_boundary, want.last_boundary, "{end}");
+            assert_eq!(fork.last_replace(), want.last_replace(), "{end}");
+            for i in 0..end {
+                let (a, b) = (fork.metas.get(i), want.metas.get(i));
+                assert_eq!(
+                    a.map(|m| (m.kind, m.time, m.op)),
+                    b.map(|m| (m.kind, m.time, m.op)),
+                    "{end} {i}"
+                );
+            }
+            assert!(fork.metas.get(end).is_none());
+        }
     }
 
     #[test]

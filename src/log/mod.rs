@@ -288,14 +288,13 @@ impl Log {
     /// and anything past `end`, left out).
     pub fn surface_at(&self, end: usize) -> CoreResult<Surface> {
         let mut log = Log::new(self.header.clone());
-        self.replay_into(end.min(self.len()), &mut log)?;
+        self.replay_effects(end.min(self.len()), &mut log)?;
         Ok(log.surface)
     }
 
-    /// Record events `0..end`'s facts in the empty `log`: a copy of them,
-    /// and the surface ops and header fold of those that have any replayed
-    /// (no text is read).
-    fn replay_into(&self, end: usize, log: &mut Log) -> CoreResult<()> {
+    /// Replay in the empty `log` the surface ops and header fold of events
+    /// `0..end` (those that have any; no text is read).
+    fn replay_effects(&self, end: usize, log: &mut Log) -> CoreResult<()> {
         for i in self.metas.effects(end) {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
@@ -303,8 +302,6 @@ impl Log {
             let plan = log.surface.replay_plan(i as u64, meta.op)?;
             log.apply(&plan, header_seq(meta.kind, i as u64));
         }
-        log.metas = self.metas.prefix(end);
-        log.last_boundary = self.metas.last_boundary(end);
         Ok(())
     }
 
@@ -316,7 +313,9 @@ impl Log {
     pub fn fork_prefix(&self, end: usize, child: SessionHeader) -> CoreResult<Log> {
         let end = end.min(self.len());
         let mut log = Log::new(child);
-        self.replay_into(end, &mut log)?;
+        self.replay_effects(end, &mut log)?;
+        log.metas = self.metas.prefix(end);
+        log.last_boundary = self.metas.last_boundary(end);
         log.texts = if end == self.texts.len() {
             self.texts.clone()
         } else {

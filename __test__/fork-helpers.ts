@@ -11,7 +11,7 @@ const txt = (t: string) => [{ type: 'text', text: t }] as never
 export type Op = { kind: 'turn'; pad: number } | { kind: 'compact'; a: number; b: number } | { kind: 'derive' }
 
 export const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('turn' as const), pad: fc.nat({ max: 60_000 }) }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('turn' as const), pad: fc.nat({ max: 90_000 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('compact' as const), a: fc.nat(), b: fc.nat() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'derive' as const }) },
 )

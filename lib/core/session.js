@@ -19,7 +19,9 @@
 // | derived messages, the canonical request header         | JS (`derive.js`, `header.js`)          | nothing                   |
 //
 // An event is never edited, so an object parsed from a native text is a
-// cache of it. The per-step calls cost O(new surface nodes):
+// cache of it; a fork starts with its parent's caches of the events they
+// share (`#shareDerived`: frozen values, each session its own maps and
+// arrays). The per-step calls cost O(new surface nodes):
 // `deriveMessages()` derives only nodes it has not seen, from objects already
 // in JS; `requestHeader()` is a cached object.
 

@@ -104,6 +104,32 @@ describe('sessions.fork of a session of this package', () => {
     expect(child.events).toEqual(source.events.slice(0, 7))
   })
 
+  it("reads a subclass's own events, as the SPEC's fork does", async () => {
+    const { ctx } = await mount()
+    class Shifted extends Session {
+      override get events() {
+        return super.events.map((event, index) => (index === 1 ? { ...event, seq: 5 } : event))
+      }
+    }
+    const source = new Shifted('shifted')
+    apply(source, { kind: 'turn', pad: 1 }, 0)
+    ctx.sessions.enter(source)
+    expect(() => ctx.sessions.fork(source, 1)).toThrow('fork boundary 1 does not match a contiguous event seq in session "shifted"')
+    class Counted extends Session {
+      reads = 0
+      override get events() {
+        this.reads += 1
+        return super.events
+      }
+    }
+    const counted = new Counted('counted')
+    apply(counted, { kind: 'turn', pad: 1 }, 0)
+    ctx.sessions.enter(counted)
+    const child = ctx.sessions.fork(counted, 6, 'kid')
+    expect(counted.reads).toBe(1)
+    expect(child.events).toEqual(counted.events)
+  })
+
   it('names the type of a boundary event the log holds as text', async () => {
     const { ctx } = await mount()
     const built = new Session('b')

@@ -304,8 +304,8 @@ class SessionStore {
     const parent = entry.session
     // A session of this package answers the checks without its `events`
     // (at a million events, reading them holds the thread for seconds),
-    // unless `events` was redefined on it.
-    const own = parent instanceof sessionClass() && !Object.hasOwn(parent, 'events')
+    // unless `events` may have been redefined (on it, or by a subclass).
+    const own = Object.getPrototypeOf(parent) === sessionClass().prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
     const length = own ? parent.seq : events.length
     const seqAt = (i) => (own ? i : events[i].seq)

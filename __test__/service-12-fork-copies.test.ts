@@ -106,22 +106,27 @@ describe('sessions.fork of a session of this package', () => {
 
   it("reads a subclass's own events, as the SPEC's fork does", async () => {
     const { ctx } = await mount()
-    class Shifted extends Session {
-      override get events() {
-        return super.events.map((event, index) => (index === 1 ? { ...event, seq: 5 } : event))
-      }
-    }
+    const events = Object.getOwnPropertyDescriptor(Session.prototype, 'events')?.get as (this: Session) => readonly SessionEvent[]
+    // Subclasses whose prototype redefines `events` (typed as a property, so defined here).
+    class Shifted extends Session {}
+    Object.defineProperty(Shifted.prototype, 'events', {
+      get(this: Session) {
+        return events.call(this).map((event, index) => (index === 1 ? { ...event, seq: 5 } : event))
+      },
+    })
     const source = new Shifted('shifted')
     apply(source, { kind: 'turn', pad: 1 }, 0)
     ctx.sessions.enter(source)
     expect(() => ctx.sessions.fork(source, 1)).toThrow('fork boundary 1 does not match a contiguous event seq in session "shifted"')
     class Counted extends Session {
       reads = 0
-      override get events() {
-        this.reads += 1
-        return super.events
-      }
     }
+    Object.defineProperty(Counted.prototype, 'events', {
+      get(this: Counted) {
+        this.reads += 1
+        return events.call(this)
+      },
+    })
     const counted = new Counted('counted')
     apply(counted, { kind: 'turn', pad: 1 }, 0)
     ctx.sessions.enter(counted)

@@ -1,7 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::texts::{lifted_in, Lifted, Taken, COMPRESS_MIN_BYTES};
+use super::texts::{Lifted, Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -231,12 +231,9 @@ fn take(
         .filter(|&k| borrowed(k))
         .map(|k| texts[k].len())
         .sum();
-    let taken_now = |k: usize| {
-        (borrowed(k) && borrowed_bytes >= COMPRESS_MIN_BYTES)
-            || !lifted_in(lifted, bases[k], texts[k].len()).is_empty()
-    };
+    let threaded = borrowed_bytes >= COMPRESS_MIN_BYTES;
     let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k], lifted);
-    let mut compressing = (0..texts.len()).filter(|&k| taken_now(k));
+    let mut compressing = (0..texts.len()).filter(|&k| threaded && borrowed(k));
     let first = compressing.next();
     let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
     std::thread::scope(|scope| {
@@ -251,10 +248,16 @@ fn take(
             compressed[k] = Some(thread.join().unwrap_or_else(|_| compress(k)));
         }
     });
+    // The others as a piece a read folds is taken (`Stream::piece`).
     texts
         .into_iter()
         .zip(compressed)
-        .map(|(text, taken)| taken.unwrap_or_else(|| Taken::Buffer(text.into_owned())))
+        .enumerate()
+        .map(|(k, (text, taken))| {
+            taken
+                .or_else(|| Taken::holed(bases[k], &text, &lines[k], lifted))
+                .unwrap_or_else(|| Taken::Buffer(text.into_owned()))
+        })
         .collect()
 }
 

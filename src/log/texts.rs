@@ -596,10 +596,10 @@ impl Taken {
             pieces: pieces(base, text, &cuts, lifted),
         })
     }
-    /// A text the log owns (at `base`, `lines` as in `compressed`) that
-    /// holds `lifted` strings, taken `compressed` at once with those cut
-    /// out (JS holds them already); `None` when it holds none (it waits for
-    /// the compressor as it is).
+    /// A text (at `base`, `lines` as in `compressed`) that holds `lifted`
+    /// strings, taken `compressed` at once with those cut out (JS holds
+    /// them already); `None` when it holds none (a text the log owns then
+    /// waits for the compressor as it is).
     pub(super) fn holed(
         base: usize,
         text: &str,

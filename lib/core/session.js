@@ -279,18 +279,12 @@ class Session {
       if (copy === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
       headerText = JSON.stringify(copy)
     }
-    const end = source.#seq
-    const native = source.#forkNative(end, id)
+    const { native, live, cached } = source.#forkParts(source.#seq, id)
     native.setHeader(headerText)
     native.takeToken(source.#native)
-    const cached = source.#objsFrom === 0 ? source.#objs.slice(0, source.#prefix) : undefined
-    this.#adopt(native, source.#objs.slice(source.#prefix - source.#objsFrom, end - source.#objsFrom), cached)
+    this.#adopt(native, live, cached)
     // The same surface over the same events: the same messages and payloads.
-    this.#payloads = new Map(source.#payloads)
-    this.#derivedOf = source.#derivedOf.slice()
-    this.#derived = source.#derived.slice()
-    this.#derivedNodes = source.#derivedNodes
-    this.#derivedStale = source.#derivedStale
+    this.#shareDerived(source)
   }
 
   /**
@@ -748,14 +742,26 @@ class Session {
    * or, `detached`, as copies, and it parses and derives its own.
    */
   #forkPrefix(end, id, detached) {
-    const child = this.#forkNative(end, id)
-    const prefix = Math.min(end, this.#prefix)
-    let live = this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom)
-    if (detached) live = live.map((event) => deepFreeze(JSON.parse(JSON.stringify(event))))
-    const cached = !detached && this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined
-    const session = new Session(INTERNAL, child, live, cached)
-    if (!detached) session.#shareDerived(this)
+    const { native, live, cached } = this.#forkParts(end, id)
+    if (detached) return new Session(INTERNAL, native, live.map((event) => deepFreeze(JSON.parse(JSON.stringify(event)))))
+    const session = new Session(INTERNAL, native, live, cached)
+    session.#shareDerived(this)
     return session
+  }
+
+  /**
+   * What a session holding this one's events `0..end` under `id` is built
+   * from (`#adopt`): the native log (`#forkNative`), this session's own
+   * events up to `end`, and the objects it parsed of the texts when it
+   * holds all of them (`events` was read).
+   */
+  #forkParts(end, id) {
+    const prefix = Math.min(end, this.#prefix)
+    return {
+      native: this.#forkNative(end, id),
+      live: this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom),
+      cached: this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined,
+    }
   }
 
   /**

@@ -8,6 +8,7 @@
 // source was (live, read from JSONL, opened by a store, compacted).
 
 import * as fs from 'node:fs'
+import { createRequire } from 'node:module'
 import * as os from 'node:os'
 import * as path from 'node:path'
 import fc from 'fast-check'
@@ -29,6 +30,30 @@ function objects(value: unknown, out = new Set<object>()): Set<object> {
   return out
 }
 
+const nodeRequire = createRequire(__filename)
+const { copyFrozen, deepFreeze } = nodeRequire('../lib/core/json.js') as {
+  copyFrozen: <T>(value: T) => T
+  deepFreeze: <T>(value: T) => T
+}
+
+describe('copyFrozen, the copy the child takes of what the source parsed', () => {
+  it('copies any parsed JSON value whole, deep-frozen, with no object in common', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom('{"__proto__":{"a":1}}', '[{"__proto__":null}]', '"s"'), (value, odd) => {
+        const text = JSON.stringify([value, JSON.parse(odd)])
+        const parsed = deepFreeze(JSON.parse(text))
+        const copy = copyFrozen(parsed)
+        expect(JSON.stringify(copy)).toBe(text)
+        expect(copy).toEqual(parsed)
+        expect(isDeepFrozen(copy)).toBe(true)
+        const theirs = objects(parsed)
+        for (const o of objects(copy)) expect(theirs.has(o)).toBe(false)
+      }),
+      { numRuns: 300 },
+    )
+  })
+})
+
 describe('sessions.fork of a session of this package', () => {
   it('gives the child a seed of source.events[0..=b] would give, all of it copies', async () => {
     let run = 0
@@ -38,7 +63,10 @@ describe('sessions.fork of a session of this package', () => {
         fc.constantFrom('live', 'jsonl', 'store'),
         fc.array(op, { maxLength: 3 }),
         fc.nat(),
-        async (ops, how, after, pick) => {
+        fc.boolean(),
+        fc.boolean(),
+        fc.constantFrom('nothing', 'derive', 'events'),
+        async (ops, how, after, pick, deriveFirst, readFirst, then) => {
           const { ctx } = await mount()
           const built = new Session(`s${run}`, [], { version: 0, id: `s${run}` as never, createdAt: 1, cwd: '/w' })
           run += 1
@@ -55,11 +83,21 @@ describe('sessions.fork of a session of this package', () => {
           const live = ctx.sessions.create(`${source.id}-live`, { from: source, meta: { cwd: '/w' } })
           after.forEach((o, n) => apply(live, o, ops.length + 1 + n))
           const before = live.toJsonl()
-          const ends = live.events.flatMap((e) => (e.type === 'turn/end' ? [e.seq] : []))
+          // The child starts from what the source parsed (its payloads, or
+          // its events once read), copied: derived or not, events read or not.
+          if (deriveFirst) live.deriveMessages()
+          const ends = (readFirst ? live : Session.fromJsonl(before)).events.flatMap((e) => (e.type === 'turn/end' ? [e.seq] : []))
           const b = pick % (ends.length + 1) === ends.length ? undefined : ends[pick % (ends.length + 1)]
           const child = ctx.sessions.fork(live, b)
+          // A session continued from the child before it derives starts
+          // from the same copies to make.
+          const next = new Session('next', child)
+          // What the source parses or reads next changes what it holds, not the child.
+          if (then === 'derive') live.deriveMessages()
+          if (then === 'events') void live.events
           const seed = live.events.slice(0, (b ?? live.seq - 1) + 1)
           const seeded = newSession('seeded', seed as SessionEvent[])
+          expect(next.deriveMessages()).toEqual(seeded.deriveMessages())
           expect(child.deriveMessages()).toEqual(seeded.deriveMessages())
           expect(child.events).toEqual(seed)
           expect(child.surface.nodes).toEqual(seeded.surface.nodes)
@@ -70,7 +108,7 @@ describe('sessions.fork of a session of this package', () => {
           expect(isDeepFrozen(child.events)).toBe(true)
           // Copies: no object of the source's events or messages is the child's.
           const theirs = objects([live.events, live.deriveMessages()])
-          for (const o of objects([child.events, child.deriveMessages()])) expect(theirs.has(o)).toBe(false)
+          for (const o of objects([child.events, child.deriveMessages(), next.deriveMessages()])) expect(theirs.has(o)).toBe(false)
           expect(live.toJsonl()).toBe(before)
           expectEqualsFreshCopies(child)
           apply(child, { kind: 'turn', pad: 5 }, 1_000)
@@ -80,6 +118,30 @@ describe('sessions.fork of a session of this package', () => {
       ),
       { numRuns: 40 },
     )
+  })
+
+  it('copies a payload key named __proto__ as data, as a seed does', async () => {
+    const { ctx } = await mount()
+    const source = ctx.sessions.create('proto', { meta: { cwd: '/p' } })
+    apply(source, { kind: 'turn', pad: 1 }, 0)
+    // JSON.parse makes `__proto__` an own key; an assignment would set the prototype instead.
+    const data = JSON.parse('{"content":[{"type":"text","text":"hi","__proto__":{"x":1}}],"source":{"kind":"user"},"__proto__":[2]}')
+    source.append('turn/start', { turn: 1, trigger: { kind: 'message', source: { kind: 'user' } } } as never)
+    source.append('user/message', data, { surfaceOp: 'append' })
+    source.append('turn/end', { turn: 1, reason: { kind: 'completed' } } as never)
+    for (const parent of [source, Session.fromJsonl(source.toJsonl())]) {
+      const live = ctx.sessions.create(`${parent === source ? 'a' : 'b'}`, { from: parent })
+      live.deriveMessages()
+      const child = ctx.sessions.fork(live)
+      const seeded = newSession('seeded', live.events as SessionEvent[])
+      expect(child.deriveMessages()).toEqual(seeded.deriveMessages())
+      const copied = child.events[8].data as Record<string, unknown>
+      expect(Object.getPrototypeOf(copied)).toBe(Object.prototype)
+      expect(Object.getOwnPropertyDescriptor(copied, '__proto__')?.value).toEqual([2])
+      expect(JSON.stringify(copied)).toBe(JSON.stringify(data))
+      const lines = (session: Session) => session.toJsonl().split('\n').slice(1)
+      expect(lines(child)).toEqual(lines(live))
+    }
   })
 
   it('passes create the copies as options.from, with the meta a seed would have', async () => {

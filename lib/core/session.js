@@ -21,14 +21,15 @@
 // An event is never edited, so an object parsed from a native text is a
 // cache of it; a fork starts with its parent's caches of the events they
 // share (`#shareDerived`: frozen values, each session its own maps and
-// arrays). The per-step calls cost O(new surface nodes):
-// `deriveMessages()` derives only nodes it has not seen, from objects already
-// in JS; `requestHeader()` is a cached object.
+// arrays); the service's fork, whose child must hold copies, copies them as
+// they are first read (`#borrowParsed`). The per-step calls cost O(new
+// surface nodes): `deriveMessages()` derives only nodes it has not seen,
+// from objects already in JS; `requestHeader()` is a cached object.
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
-const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, snapshotEvents } = require('./json.js')
+const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, copyFrozen, parseFrozen, snapshotEvents } = require('./json.js')
 const { deriveFrozen, deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
 
@@ -159,6 +160,8 @@ class Session {
    * parsed events take these `data` objects, so messages keep sharing them.
    */
   #payloads = new Map()
+  /** What a detached fork's parent parsed, copied into `#payloads` as read (`#borrowParsed`; read only). */
+  #borrowed
   #seq = 0
   #eventsCache = undefined
   /** View of the native surface order (see the top of this file). */
@@ -406,6 +409,7 @@ class Session {
       this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
       payloads.clear()
+      this.#borrowed = undefined
     }
     this.#eventsCache = freeze(this.#objs.slice())
     return this.#eventsCache
@@ -430,7 +434,9 @@ class Session {
       const seq = seqs[i]
       if (seq >= from || payloads.has(seq)) continue
       if (parsed === undefined) {
-        missing.push(seq)
+        const theirs = this.#borrowed?.get(seq)
+        if (theirs === undefined) missing.push(seq)
+        else payloads.set(seq, { type: theirs.type, data: copyFrozen(theirs.data) })
       } else {
         const known = parsed.get(seq)
         if (known !== undefined) payloads.set(seq, known)
@@ -619,6 +625,8 @@ class Session {
     const from = this.#derivedNodes
     if (from < to) {
       if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
+      // The surface is derived: what it borrowed is copied.
+      if (to === nodes.length) this.#borrowed = undefined
       const derived = this.#derived
       const derivedOf = this.#derivedOf
       for (let i = from; i < to; i++) {
@@ -743,7 +751,11 @@ class Session {
    */
   #forkPrefix(end, id, detached) {
     const { native, live, cached } = this.#forkParts(end, id)
-    if (detached) return new Session(INTERNAL, native, live.map((event) => deepFreeze(JSON.parse(JSON.stringify(event)))))
+    if (detached) {
+      const session = new Session(INTERNAL, native, live.map(copyFrozen))
+      session.#borrowParsed(this)
+      return session
+    }
     const session = new Session(INTERNAL, native, live, cached)
     session.#shareDerived(this)
     return session
@@ -772,6 +784,7 @@ class Session {
    * derive then lists them instead of parsing every payload again.
    */
   #shareDerived(parent) {
+    this.#borrowed = parent.#borrowed
     if (parent.#objsFrom > 0) {
       const end = this.#objsFrom
       const payloads = this.#payloads
@@ -788,6 +801,19 @@ class Session {
     this.#derivedOf = parent.#derivedOf.slice(0, k)
     this.#derivedNodes = k
     this.#derivedStale = true
+  }
+
+  /**
+   * A detached fork reads what `parent` parsed (its payloads, or its events
+   * once read: seq -> { type, data }) for `#materialize` to copy each one
+   * its first derive or request header reads (`copyFrozen`: new objects
+   * around the same strings, a fifth of what parsing the text again costs).
+   * The parent owns them and may add to them; the fork never hands them
+   * out, and lets go of them once its surface is derived or `events` read.
+   */
+  #borrowParsed(parent) {
+    const objs = parent.#objs
+    this.#borrowed = parent.#objsFrom > 0 ? parent.#payloads : { get: (seq) => objs[seq] }
   }
 
   static {

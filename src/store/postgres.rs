@@ -49,6 +49,8 @@ const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 /// The `schema_version` row of `dsh_meta` this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 1;
+/// At most this much event text in one INSERT (`insert_events`).
+const INSERT_BYTES: usize = 8 << 20;
 
 /// The store's options (see `PostgresSessionStore` in index.d.ts).
 #[derive(Debug, Clone)]
@@ -1045,9 +1047,25 @@ impl PostgresBackend {
         id: &str,
         texts: &[impl AsRef<str>],
     ) -> CoreResult<()> {
-        if texts.is_empty() {
-            return Ok(());
+        // A statement per part of at most INSERT_BYTES of text (a turn's
+        // flush is one): a whole million-event batch in one statement
+        // would be copied whole into its columns and its message.
+        let mut from = 0;
+        while from < texts.len() {
+            let mut to = from + 1;
+            let mut bytes = texts[from].as_ref().len();
+            while to < texts.len() && bytes + texts[to].as_ref().len() <= INSERT_BYTES {
+                bytes += texts[to].as_ref().len();
+                to += 1;
+            }
+            self.insert_part(tx, id, &texts[from..to])?;
+            from = to;
         }
+        Ok(())
+    }
+
+    /// One INSERT of `texts` (see `insert_events`).
+    fn insert_part(&self, tx: &mut Tx<'_>, id: &str, texts: &[impl AsRef<str>]) -> CoreResult<()> {
         let rows = texts
             .iter()
             .map(|t| columns(t.as_ref()))

@@ -365,22 +365,29 @@ impl SqliteBackend {
         Ok(out)
     }
 
-    fn insert_events(
+    fn insert_events<'a, S: AsRef<str>>(
         &self,
         tx: &Transaction<'_>,
         id: &str,
-        texts: &[impl AsRef<str>],
+        texts: &'a [S],
     ) -> CoreResult<()> {
-        let rows = texts
-            .iter()
-            .map(|t| columns(t.as_ref()))
-            .collect::<CoreResult<Vec<_>>>()?;
-        let mut chunks = rows.chunks_exact(ROWS_PER_INSERT);
-        if rows.len() >= ROWS_PER_INSERT {
+        // A statement's rows at a time: the columns of a whole batch (a
+        // million-event convert) would be a second copy of its size.
+        let mut chunks = texts.chunks_exact(ROWS_PER_INSERT);
+        let mut rows = Vec::with_capacity(ROWS_PER_INSERT);
+        let fill = |rows: &mut Vec<Columns<'a>>, chunk: &'a [S]| -> CoreResult<()> {
+            rows.clear();
+            for t in chunk {
+                rows.push(columns(t.as_ref())?);
+            }
+            Ok(())
+        };
+        if texts.len() >= ROWS_PER_INSERT {
             let mut many = tx.prepare_cached(&INSERT_EVENTS).map_err(|e| self.err(e))?;
             for chunk in chunks.by_ref() {
+                fill(&mut rows, chunk)?;
                 let mut at = 1;
-                for c in chunk {
+                for c in &rows {
                     bind_row(&mut many, at, id, c).map_err(|e| self.err(e))?;
                     at += 7;
                 }
@@ -388,13 +395,14 @@ impl SqliteBackend {
                     Ok(_) => {}
                     // Which seq is taken: the row-by-row insert names it.
                     Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
-                        self.insert_rows(tx, id, chunk)?
+                        self.insert_rows(tx, id, &rows)?
                     }
                     Err(e) => return Err(self.err(e)),
                 }
             }
         }
-        self.insert_rows(tx, id, chunks.remainder())
+        fill(&mut rows, chunks.remainder())?;
+        self.insert_rows(tx, id, &rows)
     }
 
     /// Insert rows one statement each.

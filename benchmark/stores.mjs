@@ -49,6 +49,33 @@ const tmp = (label) => fs.mkdtempSync(path.join(os.tmpdir(), `dsh-bench-${label}
 const jsonlMake = (dir) => new JsonlSessionStore({ root: dir })
 const sqliteMake = (dir) => new SqliteSessionStore({ path: path.join(dir, 'sessions.db') })
 
+// ---------------------------------------------------------------- PostgreSQL peak (child process)
+
+// `--pg-peak {url, schema, who}`: the RSS an open + first derive adds at its
+// peak, in a process holding nothing else (`who`: ours, or node-postgres
+// SELECT + JSON.parse per event).
+if (process.argv[2] === '--pg-peak') {
+  const { url, schema, who } = JSON.parse(process.argv[3])
+  const rss0 = process.memoryUsage.rss()
+  let count
+  if (who === 'ours') {
+    const store = new PostgresSessionStore({ connectionString: url, schema })
+    const session = await store.open(ID)
+    count = session.deriveMessages().length > 0 ? session.seq : 0
+    await store.close()
+  } else {
+    const client = new (require('pg').Client)({ connectionString: url })
+    await client.connect()
+    const { rows } = await client.query(
+      `SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = $1 ORDER BY seq`, [ID])
+    const events = rows.map((row) => ({ type: row.type, seq: Number(row.seq), time: Number(row.time), data: JSON.parse(row.data) }))
+    count = events.length
+    await client.end()
+  }
+  console.log(JSON.stringify({ count, peak: process.resourceUsage().maxRSS * 1024 - rss0 }))
+  process.exit(0)
+}
+
 // ---------------------------------------------------------------- workload
 
 const { ops } = generateOps(N)
@@ -365,7 +392,7 @@ async function pgOpen(pg) {
     if (out.length < N) throw new Error(`short read: ${out.length}`)
   }
   await client.end()
-  return [ours, base]
+  return [ours, base, schema]
 }
 
 /** Turn-by-turn writes through node-postgres: per turn, BEGIN, one `unnest` INSERT of its events, COMMIT. */
@@ -413,7 +440,14 @@ if (PG_ONLY) {
   const fsync = execFileSync('psql', [PG_URL, '-X', '-A', '-t', '-c', 'SHOW fsync'], { encoding: 'utf8' }).trim()
   console.log(`workload: ${N} events in ${turns.length} turns; PostgreSQL at ${new URL(PG_URL).host}, fsync ${fsync}${server ? ' (a throwaway server started here)' : ''}`)
   try {
-    const [open, read] = await pgOpen(pg)
+    const [open, read, schema] = await pgOpen(pg)
+    const peakOf = (who) => {
+      const out = execFileSync(process.execPath, [self, '--pg-peak', JSON.stringify({ url: PG_URL, schema, who })], { encoding: 'utf8' })
+      const { count, peak } = JSON.parse(out)
+      if (count < N) throw new Error(`${who}: read ${count} events`)
+      return peak / 2 ** 20
+    }
+    const peaks = { ours: [peakOf('ours'), peakOf('ours')], pg: [peakOf('pg'), peakOf('pg')] }
     const runs = { ours: [], pg: [] }
     for (let r = 0; r < FLUSH_RUNS; r++) {
       runs.pg.push(await pgClientFlush(pg))
@@ -425,6 +459,7 @@ if (PG_ONLY) {
     console.log(`| measure | ours ms (median, range) | baseline | baseline ms (median, range) | ratio of medians (flush: range of the interleaved runs' ratios) |`)
     console.log('|---|---:|---|---:|---:|')
     console.log(`| open + first deriveMessages, PostgreSQL, ${N} events | ${ms(median(open))} (${range(open)}) | node-postgres SELECT + JSON.parse per event | ${ms(median(read))} (${range(read)}) | ${ratio(open, read)}x |`)
+    console.log(`| peak RSS of the open + first derive (MiB, a fresh process each), PostgreSQL, ${N} events | ${ms(median(peaks.ours))} (${range(peaks.ours)}) | node-postgres SELECT + JSON.parse per event | ${ms(median(peaks.pg))} (${range(peaks.pg)}) | ${ratio(peaks.ours, peaks.pg)}x |`)
     console.log(`| flush turn by turn, PostgreSQL, ${N} events, fsync ${fsync} | ${ms(median(runs.ours))} (${range(runs.ours)}) | node-postgres, BEGIN + one unnest INSERT + COMMIT per turn | ${ms(median(runs.pg))} (${range(runs.pg)}) | ${ratio(runs.ours, runs.pg)}x (${ratios(runs.ours, runs.pg)}) |`)
   } finally {
     dropBenchSchemas()

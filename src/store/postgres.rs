@@ -290,6 +290,19 @@ impl Tx<'_> {
             .map_err(|f| self.backend.fail(f))
     }
 
+    /// `query`, each row handed to `each` as it arrives; how many rows.
+    fn query_each(
+        &mut self,
+        sql: &str,
+        params: &Params<'_>,
+        each: impl FnMut(&Row),
+    ) -> CoreResult<usize> {
+        let deadline = self.backend.statement_deadline();
+        self.conn
+            .query_each(sql, params, deadline, each)
+            .map_err(|f| self.backend.fail(f))
+    }
+
     /// The first row, if any (every caller selects by a key).
     fn query_opt(&mut self, sql: &str, params: &Params<'_>) -> CoreResult<Option<Row>> {
         Ok(self.query(sql, params)?.into_iter().next())
@@ -843,21 +856,23 @@ impl PostgresBackend {
         let Some(header) = self.header(tx, id)? else {
             return Ok(None);
         };
-        let rows = tx.query(
-            &format!(
-                "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
-                 WHERE session_id = $1 ORDER BY seq",
-                self.schema
-            ),
-            &[(&id, Type::TEXT)],
-        )?;
-        let (repaired, _) = read_spliced(id, &header, observe, |splicer| {
-            rows.iter().for_each(|row| splicer.push(values(row)));
-            Ok(())
+        let select = format!(
+            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
+             WHERE session_id = $1 ORDER BY seq",
+            self.schema
+        );
+        let params: &Params<'_> = &[(&id, Type::TEXT)];
+        // The rows are folded as they arrive, never all held at once.
+        let (repaired, count) = read_spliced(id, &header, observe, |splicer| {
+            tx.query_each(&select, params, |row| splicer.push(values(row)))
+                .map(drop)
         })?;
         if let Some(repaired) = repaired {
-            return Ok(Some((repaired, rows.len())));
+            return Ok(Some((repaired, count)));
         }
+        // A row the fold cannot take: all of them again, as records that
+        // may be damaged.
+        let rows = tx.query(&select, params)?;
         let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
         let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
         load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))

@@ -11,6 +11,7 @@
 //! left on a server connection that a transaction-mode pooler hands to
 //! other clients), and transaction control as simple queries.
 
+use futures_util::TryStreamExt;
 use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 use tokio_postgres::types::{ToSql, Type};
@@ -147,6 +148,35 @@ impl Conn {
         let (client, rt) = self.parts()?;
         let out = rt.block_on(async {
             tokio::time::timeout(deadline, client.query_typed(sql, params)).await
+        });
+        self.settle(out, deadline)
+    }
+
+    /// One statement with typed parameters, each row handed to `each` as
+    /// it arrives: a long result is never held whole (the server's rows
+    /// wait in the socket meanwhile); how many rows there were.
+    pub fn query_each(
+        &mut self,
+        sql: &str,
+        params: &Params<'_>,
+        deadline: Duration,
+        mut each: impl FnMut(&Row),
+    ) -> Result<usize, Failure> {
+        let (client, rt) = self.parts()?;
+        let out = rt.block_on(async {
+            tokio::time::timeout(deadline, async {
+                let rows = client
+                    .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
+                    .await?;
+                let mut rows = std::pin::pin!(rows);
+                let mut count = 0;
+                while let Some(row) = rows.try_next().await? {
+                    each(&row);
+                    count += 1;
+                }
+                Ok(count)
+            })
+            .await
         });
         self.settle(out, deadline)
     }

@@ -36,7 +36,7 @@ const { copyFrozen, deepFreeze } = nodeRequire('../lib/core/json.js') as {
   deepFreeze: <T>(value: T) => T
 }
 
-describe('copyFrozen, the copy the child takes of what the source parsed', () => {
+describe('copyFrozen, the copy the child takes of what the source derived', () => {
   it('copies any parsed JSON value whole, deep-frozen, with no object in common', () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.constantFrom('{"__proto__":{"a":1}}', '[{"__proto__":null}]', '"s"'), (value, odd) => {
@@ -83,8 +83,8 @@ describe('sessions.fork of a session of this package', () => {
           const live = ctx.sessions.create(`${source.id}-live`, { from: source, meta: { cwd: '/w' } })
           after.forEach((o, n) => apply(live, o, ops.length + 1 + n))
           const before = live.toJsonl()
-          // The child starts from what the source parsed (its payloads, or
-          // its events once read), copied: derived or not, events read or not.
+          // The child starts from the messages the source derived, copied:
+          // derived or not, events read or not.
           if (deriveFirst) live.deriveMessages()
           const ends = (readFirst ? live : Session.fromJsonl(before)).events.flatMap((e) => (e.type === 'turn/end' ? [e.seq] : []))
           const b = pick % (ends.length + 1) === ends.length ? undefined : ends[pick % (ends.length + 1)]
@@ -92,7 +92,7 @@ describe('sessions.fork of a session of this package', () => {
           // A session continued from the child before it derives starts
           // from the same copies to make.
           const next = new Session('next', child)
-          // What the source parses or reads next changes what it holds, not the child.
+          // What the source derives or reads next changes what it holds, not the child.
           if (then === 'derive') live.deriveMessages()
           if (then === 'events') void live.events
           const seed = live.events.slice(0, (b ?? live.seq - 1) + 1)

@@ -21,10 +21,10 @@
 // An event is never edited, so an object parsed from a native text is a
 // cache of it; a fork starts with its parent's caches of the events they
 // share (`#shareDerived`: frozen values, each session its own maps and
-// arrays); the service's fork, whose child must hold copies, copies them as
-// they are first read (`#borrowParsed`). The per-step calls cost O(new
-// surface nodes): `deriveMessages()` derives only nodes it has not seen,
-// from objects already in JS; `requestHeader()` is a cached object.
+// arrays); the service's fork, whose child must hold copies, copies the
+// messages at its first derive (`#borrowDerived`). The per-step calls cost
+// O(new surface nodes): `deriveMessages()` derives only nodes it has not
+// seen, from objects already in JS; `requestHeader()` is a cached object.
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
@@ -160,8 +160,6 @@ class Session {
    * parsed events take these `data` objects, so messages keep sharing them.
    */
   #payloads = new Map()
-  /** What a detached fork's parent parsed, copied into `#payloads` as read (`#borrowParsed`; read only). */
-  #borrowed
   #seq = 0
   #eventsCache = undefined
   /** View of the native surface order (see the top of this file). */
@@ -179,6 +177,8 @@ class Session {
   #derived = []
   #derivedNodes = 0
   #derivedStale = false
+  /** `#derivedOf` holds another session's messages, to copy before use (a detached fork: `#borrowDerived`). */
+  #derivedBorrowed = false
   #headerStale = true
   #headerCache = undefined
   #attachments = []
@@ -409,7 +409,6 @@ class Session {
       this.#objs = head.concat(this.#objs)
       this.#objsFrom = 0
       payloads.clear()
-      this.#borrowed = undefined
     }
     this.#eventsCache = freeze(this.#objs.slice())
     return this.#eventsCache
@@ -434,9 +433,7 @@ class Session {
       const seq = seqs[i]
       if (seq >= from || payloads.has(seq)) continue
       if (parsed === undefined) {
-        const theirs = this.#borrowed?.get(seq)
-        if (theirs === undefined) missing.push(seq)
-        else payloads.set(seq, { type: theirs.type, data: copyFrozen(theirs.data) })
+        missing.push(seq)
       } else {
         const known = parsed.get(seq)
         if (known !== undefined) payloads.set(seq, known)
@@ -625,8 +622,6 @@ class Session {
     const from = this.#derivedNodes
     if (from < to) {
       if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
-      // The surface is derived: what it borrowed is copied.
-      if (to === nodes.length) this.#borrowed = undefined
       const derived = this.#derived
       const derivedOf = this.#derivedOf
       for (let i = from; i < to; i++) {
@@ -654,6 +649,10 @@ class Session {
 
   /** Derive the nodes replaces left `PENDING`, then list the messages again. */
   #rederive() {
+    if (this.#derivedBorrowed) {
+      this.#derivedOf = this.#derivedOf.map((m) => (m === null || m === PENDING ? m : copyFrozen(m)))
+      this.#derivedBorrowed = false
+    }
     const derivedOf = this.#derivedOf
     const pending = []
     for (let i = 0; i < derivedOf.length; i++) if (derivedOf[i] === PENDING) pending.push(i)
@@ -753,7 +752,7 @@ class Session {
     const { native, live, cached } = this.#forkParts(end, id)
     if (detached) {
       const session = new Session(INTERNAL, native, live.map(copyFrozen))
-      session.#borrowParsed(this)
+      session.#borrowDerived(this)
       return session
     }
     const session = new Session(INTERNAL, native, live, cached)
@@ -784,7 +783,6 @@ class Session {
    * derive then lists them instead of parsing every payload again.
    */
   #shareDerived(parent) {
-    this.#borrowed = parent.#borrowed
     if (parent.#objsFrom > 0) {
       const end = this.#objsFrom
       const payloads = this.#payloads
@@ -792,6 +790,11 @@ class Session {
         if (seq < end) payloads.set(seq, payload)
       })
     }
+    this.#shareMessages(parent)
+  }
+
+  /** `parent`'s messages of the surface nodes this session's surface starts with (see `#shareDerived`). */
+  #shareMessages(parent) {
     const nodes = this.#nodes
     const theirs = parent.#nodes
     const n = Math.min(nodes.length, parent.#derivedNodes)
@@ -801,19 +804,20 @@ class Session {
     this.#derivedOf = parent.#derivedOf.slice(0, k)
     this.#derivedNodes = k
     this.#derivedStale = true
+    this.#derivedBorrowed = parent.#derivedBorrowed
   }
 
   /**
-   * A detached fork reads what `parent` parsed (its payloads, or its events
-   * once read: seq -> { type, data }) for `#materialize` to copy each one
-   * its first derive or request header reads (`copyFrozen`: new objects
-   * around the same strings, a fifth of what parsing the text again costs).
-   * The parent owns them and may add to them; the fork never hands them
-   * out, and lets go of them once its surface is derived or `events` read.
+   * A detached fork starts from the messages `parent` derived for the
+   * surface nodes the two share, as `#shareDerived` does, but its own: its
+   * first derive copies them (`copyFrozen`: new objects around the same
+   * strings, a fifth of what parsing their payloads again costs) before it
+   * lists them. Until then it holds the parent's frozen messages, never
+   * handing them out.
    */
-  #borrowParsed(parent) {
-    const objs = parent.#objs
-    this.#borrowed = parent.#objsFrom > 0 ? parent.#payloads : { get: (seq) => objs[seq] }
+  #borrowDerived(parent) {
+    this.#shareMessages(parent)
+    this.#derivedBorrowed = this.#derivedNodes > 0
   }
 
   static {

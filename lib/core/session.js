@@ -177,7 +177,10 @@ class Session {
   #derived = []
   #derivedNodes = 0
   #derivedStale = false
-  /** `#derivedOf` holds another session's messages, to copy before use (a detached fork: `#borrowDerived`). */
+  /**
+   * `#derivedOf` holds another session's messages, to copy before they are
+   * listed (a detached fork: `#borrowDerived`).
+   */
   #derivedBorrowed = false
   #headerStale = true
   #headerCache = undefined

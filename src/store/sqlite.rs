@@ -365,44 +365,45 @@ impl SqliteBackend {
         Ok(out)
     }
 
-    fn insert_events<'a, S: AsRef<str>>(
+    fn insert_events(
         &self,
         tx: &Transaction<'_>,
         id: &str,
-        texts: &'a [S],
+        texts: &[impl AsRef<str>],
     ) -> CoreResult<()> {
         // A statement's rows at a time: the columns of a whole batch (a
         // million-event convert) would be a second copy of its size.
-        let mut chunks = texts.chunks_exact(ROWS_PER_INSERT);
         let mut rows = Vec::with_capacity(ROWS_PER_INSERT);
-        let fill = |rows: &mut Vec<Columns<'a>>, chunk: &'a [S]| -> CoreResult<()> {
+        let mut many = None;
+        for chunk in texts.chunks(ROWS_PER_INSERT) {
             rows.clear();
             for t in chunk {
                 rows.push(columns(t.as_ref())?);
             }
-            Ok(())
-        };
-        if texts.len() >= ROWS_PER_INSERT {
-            let mut many = tx.prepare_cached(&INSERT_EVENTS).map_err(|e| self.err(e))?;
-            for chunk in chunks.by_ref() {
-                fill(&mut rows, chunk)?;
-                let mut at = 1;
-                for c in &rows {
-                    bind_row(&mut many, at, id, c).map_err(|e| self.err(e))?;
-                    at += 7;
+            if rows.len() < ROWS_PER_INSERT {
+                // The last, short chunk.
+                self.insert_rows(tx, id, &rows)?;
+                continue;
+            }
+            let many = match &mut many {
+                Some(stmt) => stmt,
+                None => many.insert(tx.prepare_cached(&INSERT_EVENTS).map_err(|e| self.err(e))?),
+            };
+            let mut at = 1;
+            for c in &rows {
+                bind_row(many, at, id, c).map_err(|e| self.err(e))?;
+                at += 7;
+            }
+            match many.raw_execute() {
+                Ok(_) => {}
+                // Which seq is taken: the row-by-row insert names it.
+                Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
+                    self.insert_rows(tx, id, &rows)?
                 }
-                match many.raw_execute() {
-                    Ok(_) => {}
-                    // Which seq is taken: the row-by-row insert names it.
-                    Err(e) if e.sqlite_error_code() == Some(ErrorCode::ConstraintViolation) => {
-                        self.insert_rows(tx, id, &rows)?
-                    }
-                    Err(e) => return Err(self.err(e)),
-                }
+                Err(e) => return Err(self.err(e)),
             }
         }
-        fill(&mut rows, chunks.remainder())?;
-        self.insert_rows(tx, id, &rows)
+        Ok(())
     }
 
     /// Insert rows one statement each.

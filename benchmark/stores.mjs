@@ -66,10 +66,7 @@ if (process.argv[2] === '--pg-peak') {
   } else {
     const client = new (require('pg').Client)({ connectionString: url })
     await client.connect()
-    const { rows } = await client.query(
-      `SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = $1 ORDER BY seq`, [ID])
-    const events = rows.map((row) => ({ type: row.type, seq: Number(row.seq), time: Number(row.time), data: JSON.parse(row.data) }))
-    count = events.length
+    count = (await pgReadEvents(client, schema)).length
     await client.end()
   }
   console.log(JSON.stringify({ count, peak: process.resourceUsage().maxRSS * 1024 - rss0 }))
@@ -358,6 +355,21 @@ function rowsOf(from, to) {
   return cols
 }
 
+/** The session's events as node-postgres reads them: one SELECT, JSON.parse of each column that holds JSON. */
+async function pgReadEvents(client, schema) {
+  const { rows } = await client.query(
+    `SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = $1 ORDER BY seq`, [ID])
+  const out = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]
+    const e = { type: row.type, seq: Number(row.seq), time: Number(row.time), data: JSON.parse(row.data) }
+    if (row.source_event_seqs !== null) e.sourceEventSeqs = JSON.parse(row.source_event_seqs)
+    if (row.surface_op !== null) e.surfaceOp = JSON.parse(row.surface_op)
+    out[i] = e
+  }
+  return out
+}
+
 /** Open + first derive through the store, and the same rows through node-postgres + JSON.parse per event. */
 async function pgOpen(pg) {
   const store = pgMake()
@@ -378,16 +390,7 @@ async function pgOpen(pg) {
   const base = []
   for (let r = 0; r < OPEN_RUNS; r++) {
     const t0 = performance.now()
-    const { rows } = await client.query(
-      `SELECT seq, type, time, data, source_event_seqs, surface_op FROM ${schema}.events WHERE session_id = $1 ORDER BY seq`, [ID])
-    const out = new Array(rows.length)
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i]
-      const e = { type: row.type, seq: Number(row.seq), time: Number(row.time), data: JSON.parse(row.data) }
-      if (row.source_event_seqs !== null) e.sourceEventSeqs = JSON.parse(row.source_event_seqs)
-      if (row.surface_op !== null) e.surfaceOp = JSON.parse(row.surface_op)
-      out[i] = e
-    }
+    const out = await pgReadEvents(client, schema)
     base.push(performance.now() - t0)
     if (out.length < N) throw new Error(`short read: ${out.length}`)
   }

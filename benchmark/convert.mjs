@@ -22,18 +22,13 @@ import { createRequire } from 'node:module'
 import * as path from 'node:path'
 import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { ID, eventSource, mib, parseArgs, range, removeAtExit, table, tmpDir, workloadOps, writeJsonl } from './lib/big-sessions.mjs'
+import { ID, SQLITE_SCHEMA, eventSource, mib, parseArgs, range, removeAtExit, table, tmpDir, workloadOps, writeJsonl } from './lib/big-sessions.mjs'
 
 const require = createRequire(import.meta.url)
 const self = fileURLToPath(import.meta.url)
 const cli = path.resolve(path.dirname(self), '../lib/cli/main.js')
 const bin = path.resolve(path.dirname(self), '../bin/dsh-session.js')
 
-const SCHEMA = `CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,
-  created_at INTEGER NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER) STRICT;
-CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL,
-  source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;`
 
 /** The baselines: what a user would write with better-sqlite3. */
 const BASELINES = {
@@ -42,7 +37,7 @@ const BASELINES = {
     const db = new Database(to)
     db.pragma('journal_mode = WAL')
     db.pragma('synchronous = FULL')
-    db.exec(SCHEMA)
+    db.exec(SQLITE_SCHEMA)
     const insert = db.prepare('INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES (?, ?, ?, ?, ?, ?, ?)')
     let header
     db.exec('BEGIN')

@@ -26,6 +26,7 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { PerformanceObserver } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import { SQLITE_SCHEMA } from './lib/big-sessions.mjs'
 
 const require = createRequire(import.meta.url)
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -294,11 +295,7 @@ function betterSqlite() {
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')
   db.pragma('foreign_keys = ON')
-  db.exec(`CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,
-    created_at INTEGER NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER) STRICT;
-    CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL,
-    source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;`)
+  db.exec(SQLITE_SCHEMA)
   const insertSession = db.prepare('INSERT INTO sessions (id, version, created_at, cwd) VALUES (?, ?, ?, ?)')
   const insert = db.prepare(
     'INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES (?, ?, ?, ?, ?, ?, ?)',

@@ -22,6 +22,12 @@ export const { Session } = require('../../index.js')
 export const { JsonlSessionStore, SqliteSessionStore } = require('../../lib/stores.js')
 
 export const ID = 'bench-session'
+/** The SQLite store's tables (SPEC 11), as a better-sqlite3 baseline creates them. */
+export const SQLITE_SCHEMA = `CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER) STRICT;
+CREATE TABLE events (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data TEXT NOT NULL,
+  source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;`
 export const HEADER = Object.freeze({ version: 0, id: ID, createdAt: 1_700_000_000_000, cwd: '/home/dev/project' })
 /** The TypeScript reference, when ../shared is beside the clone. */
 export const REFERENCE = path.resolve(root, '../shared/bench/reference/dsh-session-v0.min.mjs')

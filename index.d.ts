@@ -449,6 +449,17 @@ export interface StoredSession {
   events: SessionEvent[]
 }
 
+/** How `load` and `open` read a stored session. */
+export interface StoreLoadOptions {
+  /**
+   * Load as the session's writer: take its write lease (rejecting with
+   * `SESSION_IN_USE` at once when another store, in any process, holds it)
+   * and keep it until `close()`. Default false: a reader, which takes no
+   * lease and keeps none.
+   */
+  write?: boolean
+}
+
 /**
  * A durable session store (SPEC 11). Named `SessionStore` before the Cordis
  * service of SPEC 12 took that name (a class and an interface of one name
@@ -481,15 +492,22 @@ export interface DurableSessionStore {
    * The stored session, repaired for a crash (SPEC 11): complete events of
    * an interrupted turn are kept, a torn tail after the last `turn/end` is
    * dropped, the section-8 closers are appended, and the repair is durable
-   * before the promise resolves when the store holds or can take the
-   * session's write lease (which it then keeps until `close()`); while
-   * another store holds it, the repair is in the result only and nothing is
-   * written. Corruption before the last `turn/end` rejects (`CORRUPT_LOG`)
-   * and leaves storage unchanged.
+   * before the promise resolves when the store holds the session's write
+   * lease or can take it for that step alone; while another store holds
+   * it, the repair is in the result only and nothing is written. A reader
+   * (the default) keeps no lease, so it never holds up the session's
+   * writer; `{ write: true }` loads as the writer (see `StoreLoadOptions`).
+   * Corruption before the last `turn/end` rejects (`CORRUPT_LOG`) and
+   * leaves storage unchanged.
    */
-  load(id: SessionId | string): Promise<StoredSession>
-  /** `load`, straight into a `Session` (events are parsed into JS objects only when read). */
-  open(id: SessionId | string): Promise<Session>
+  load(id: SessionId | string, options?: StoreLoadOptions): Promise<StoredSession>
+  /**
+   * `load`, straight into a `Session` (events are parsed into JS objects
+   * only when read). Opened `{ write: true }`, the store knows the session
+   * holds the stored log, so its first `flush` writes only what was
+   * appended; a reader's session is compared with storage on its first flush.
+   */
+  open(id: SessionId | string, options?: StoreLoadOptions): Promise<Session>
   /**
    * Persist every event of `session` the store does not hold yet, as one
    * durable batch; the log is created on first use. Resolves to how many
@@ -519,8 +537,8 @@ export interface JsonlSessionStoreOptions {
 declare abstract class StoreMethods {
   create(header: SessionHeader): Promise<void>
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
-  load(id: SessionId | string): Promise<StoredSession>
-  open(id: SessionId | string): Promise<Session>
+  load(id: SessionId | string, options?: StoreLoadOptions): Promise<StoredSession>
+  open(id: SessionId | string, options?: StoreLoadOptions): Promise<Session>
   flush(session: Session): Promise<number>
   list(): Promise<SessionHeader[]>
   close(): Promise<void>

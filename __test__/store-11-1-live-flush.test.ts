@@ -359,9 +359,9 @@ describe('descriptors stay bounded however many sessions a store writes (issue 1
       )
       expect(child.status, `${child.stdout}\n${child.stderr}`).toBe(0)
       const out = JSON.parse(child.stdout)
-      // At most one lease descriptor per session for the 256 most recent
-      // (MAX_HELD_LEASES), plus the database's own.
-      expect(out.held).toBeLessThanOrEqual(256 + 8)
+      // Every session's lease is held (issue 29), in one descriptor of the
+      // store's lease file on Linux; plus the database's own.
+      if (process.platform === 'linux') expect(out.held).toBeLessThanOrEqual(8)
       expect(out.written).toBe(9)
       expect(out.listed).toBe(1000)
     }, 180_000)

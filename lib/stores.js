@@ -27,9 +27,6 @@ function core() {
   return api
 }
 
-/** Internal: the load of a writer (`dsh-session repair`), see `loadAsWriter`. */
-const LOAD_AS_WRITER = Symbol('dsh-session-native.loadAsWriter')
-
 const noop = () => {}
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
 function checkId(id) {
@@ -51,6 +48,16 @@ function checkId(id) {
       'INVALID_ARGUMENT',
     )
   }
+}
+
+/** `options.write` of `load` and `open`: a boolean, false when absent. */
+function writeOption(options, method) {
+  if (options === undefined) return false
+  const write = options === null || typeof options !== 'object' ? null : (options.write ?? false)
+  if (typeof write !== 'boolean') {
+    throw fail(`${method} options must be { write?: boolean }, got ${options === null ? 'null' : typeof options === 'object' ? `write: ${String(options.write)}` : typeof options}`, 'INVALID_ARGUMENT')
+  }
+  return write
 }
 
 /** What both stores do; `jsonl` says whether ids name files. */
@@ -145,19 +152,18 @@ class SessionStoreBase {
     })
   }
 
-  /** The stored session, crash-repaired durably (SPEC 11): `{ meta, events }`. */
-  load(id) {
+  /**
+   * The stored session, crash-repaired (SPEC 11): `{ meta, events }`. A
+   * reader takes no lease: the repair is durable when the session's lease
+   * is free for that step. With `{ write: true }` the load is the writer's:
+   * it takes the lease and keeps it until close(), or rejects with
+   * SESSION_IN_USE when another store holds it.
+   */
+  load(id, options) {
     return this.#start(() => {
       checkId(id)
-      return this.#chain(id, () => this.#native.load(id).then((text) => JSON.parse(text)))
-    })
-  }
-
-  /** The load, as the session's writer: rejects with SESSION_IN_USE when another store holds it. */
-  [LOAD_AS_WRITER](id) {
-    return this.#start(() => {
-      checkId(id)
-      return this.#chain(id, () => this.#native.load(id, true).then((text) => JSON.parse(text)))
+      const write = writeOption(options, 'load')
+      return this.#chain(id, () => this.#native.load(id, write).then((text) => JSON.parse(text)))
     })
   }
 
@@ -168,15 +174,18 @@ class SessionStoreBase {
    * events that enter its surface arrive in batches (about 60 KB each, one
    * per event-loop turn) and are parsed here; the rest after the load, a
    * run of them (256 KiB of text, or one longer payload) per turn
-   * (`internal.warm`).
+   * (`internal.warm`). `{ write: true }`: as `load`'s; the store then
+   * knows the session holds the stored log, so its first flush writes only
+   * what was appended (a reader's session is compared with storage first).
    */
-  open(id) {
+  open(id, options) {
     return this.#start(() => {
       checkId(id)
+      const write = writeOption(options, 'open')
       const { internal } = core()
       return this.#chain(id, async () => {
         const channel = new PayloadChannel(internal.liftMin)
-        const opening = this.#native.open(id, channel)
+        const opening = this.#native.open(id, channel, write)
         // Its failure is awaited below; the batches may stop before it.
         opening.catch(() => {})
         const parsed = new Map()
@@ -326,4 +335,4 @@ module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore }
 Object.defineProperty(module.exports, 'useCore', { value: useCore })
 // For bin/dsh-session.js: a repair loads as the session's writer, so it never
 // writes (nor claims to) while another store holds the session.
-Object.defineProperty(module.exports, 'loadAsWriter', { value: (store, id) => store[LOAD_AS_WRITER](id) })
+Object.defineProperty(module.exports, 'loadAsWriter', { value: (store, id) => store.load(id, { write: true }) })

@@ -299,8 +299,8 @@ impl NativeStore {
         })
     }
 
-    /// Repair-load a stored session straight into a native session; when
-    /// the load is the writer's, the store knows that session's log is the
+    /// Repair-load a stored session straight into a native session; with
+    /// `writer`, as `load`'s, and the store then knows that session's log is the
     /// stored log (its first flush writes only what it appends).
     /// While it loads, the payloads of the events that enter the surface
     /// go to `channel` in batches (`log::Handing`, as `fromJsonl` hands
@@ -310,8 +310,10 @@ impl NativeStore {
         &self,
         id: String,
         channel: &PayloadChannel,
+        writer: Option<bool>,
     ) -> StorePromise<(Log, u64), NativeSession> {
         let store = self.store.clone();
+        let writer = writer.unwrap_or(false);
         let send = lock(&channel.send).take();
         let lift_min = channel.lift_min;
         task(
@@ -322,8 +324,8 @@ impl NativeStore {
                 let token = new_token();
                 let log = at_low_priority(&key, || match send {
                     Some(send) => Handing::new(send, lift_min)
-                        .during(|observe| store.open(&key, token, observe)),
-                    None => store.open(&key, token, None),
+                        .during(|observe| store.open(&key, writer, token, observe)),
+                    None => store.open(&key, writer, token, None),
                 })?;
                 Ok((log, token))
             },

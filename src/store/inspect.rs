@@ -410,45 +410,11 @@ fn lease_file(session: &Leased<'_>) -> Option<PathBuf> {
     }
 }
 
-/// The pid of the process holding an `flock` on the file `dev`:`ino`, as
-/// `/proc/locks` lists it (`N: FLOCK ADVISORY WRITE <pid> <maj>:<min>:<ino> ...`,
-/// major and minor in hex; `->` marks a waiter, not a holder).
-#[cfg(target_os = "linux")]
-fn flock_holder(locks: &str, dev: u64, ino: u64) -> Option<u32> {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    locks.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.get(1) != Some(&"FLOCK") {
-            return None;
-        }
-        let mut at = fields.get(5)?.split(':');
-        let (maj, min, file) = (at.next()?, at.next()?, at.next()?);
-        let same = u64::from_str_radix(maj, 16).ok()? == major
-            && u64::from_str_radix(min, 16).ok()? == minor
-            && file.parse::<u64>().ok()? == ino;
-        same.then(|| fields[4].parse().ok()).flatten()
-    })
-}
-
 /// The pid of the process holding the write lease of a stored session,
-/// seen without taking it (a probe that locked the file, however briefly,
-/// could make a writer's lease attempt fail); `None` when it is free, has
-/// no lock file, or cannot be seen (systems without `/proc/locks`).
+/// seen without taking it; `None` when it is free, has no lock file, or
+/// cannot be seen (outside Linux).
 pub fn lease_holder(session: &Leased<'_>) -> Option<u32> {
-    let lock = lease_file(session)?;
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(&lock).ok()?;
-        let locks = std::fs::read_to_string("/proc/locks").ok()?;
-        flock_holder(&locks, meta.dev(), meta.ino())
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = lock;
-        None
-    }
+    lease::holder(&lease_file(session)?)
 }
 
 #[cfg(test)]
@@ -475,18 +441,6 @@ mod tests {
         let long = "é".repeat(TORN_SHOWN + 5);
         assert_eq!(shown_text(&long).chars().count(), TORN_SHOWN + 1);
         assert!(shown_text(&long).ends_with('…'));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn proc_locks_lines_name_the_holder_of_one_file() {
-        // dev 0x0801 (major 8, minor 1), inode 1234.
-        let locks = "1: POSIX  ADVISORY  WRITE 7 08:01:1234 0 EOF\n\
-                     2: FLOCK  ADVISORY  WRITE 42 08:01:1234 0 EOF\n\
-                     2: -> FLOCK  ADVISORY  WRITE 43 08:01:1234 0 EOF\n";
-        assert_eq!(flock_holder(locks, 0x0801, 1234), Some(42));
-        assert_eq!(flock_holder(locks, 0x0801, 1235), None);
-        assert_eq!(flock_holder(locks, 0x0802, 1234), None);
     }
 
     #[test]

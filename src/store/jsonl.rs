@@ -27,7 +27,8 @@ pub struct JsonlBackend {
 /// Where one session's log is. No descriptor is kept between operations:
 /// a write opens the log, checks it is still the file the store left, and
 /// closes it, so a store holds no descriptor per session it wrote (only
-/// its lease's lock file, see `MAX_HELD_LEASES`).
+/// the lease, which on Linux is a lock of one byte of a file the store
+/// keeps open once, see `lease`).
 #[derive(Default)]
 pub struct JsonlHandle {
     path: Option<PathBuf>,
@@ -120,7 +121,8 @@ pub fn lease_log(path: &Path) -> CoreResult<Option<super::lease::Lease>> {
             || format!("session log \"{}\"", path.display()),
             |h| super::lease::subject(h.id()),
         );
-    super::lease::acquire(&lock, &subject)
+    super::lease::Leases::new()
+        .take(&lock, &subject)
         .map(Some)
         .map_err(super::lease::Refused::into_error)
 }
@@ -673,9 +675,14 @@ impl Backend for JsonlBackend {
             identity: file.metadata().ok().as_ref().and_then(identity),
             len,
         };
+        let unrepaired = match mode {
+            LoadMode::Read => repaired.needs_write(),
+            _ => stored < repaired.log.len(),
+        };
         Ok(Some(Loaded {
             log: repaired.log,
             stored,
+            unrepaired,
         }))
     }
 

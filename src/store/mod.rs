@@ -25,17 +25,12 @@ use crate::event::{legacy_of, read_event, Kind, ReadError};
 use crate::log::{Log, Observe, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
-use lease::{Lease, Refused};
+use lease::{Lease, Leases, Refused};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// How many sessions' lock files one store keeps locked (an open
-/// descriptor each). Past it, the least recently used lease is let go; its
-/// session is read again under the lease before this store writes it next.
-pub const MAX_HELD_LEASES: usize = 256;
 
 /// How the caller names one session: its id, and for JSONL the file name
 /// the id encodes to (the encoding is over UTF-16 code units, done in JS).
@@ -155,6 +150,9 @@ pub enum LoadMode {
 pub struct Loaded {
     pub log: Log,
     pub stored: usize,
+    /// Whether storage still differs from `log` (a torn tail or closers
+    /// the load did not write).
+    pub unrepaired: bool,
 }
 
 /// One storage medium.
@@ -205,6 +203,10 @@ pub trait Backend: Send + Sync + 'static {
     fn refusal(&self, _handle: &Self::Handle) -> Option<CoreError> {
         None
     }
+    /// Let go of the lease a `Repair` load took into `handle` (a reader
+    /// that made a repair durable keeps no lease): a backend that keeps its
+    /// own lease releases it; a lock file's lease is the store's to drop.
+    fn let_go(&self, _key: &Key, _handle: &Self::Handle) {}
 }
 
 /// What the store knows about one session.
@@ -279,16 +281,16 @@ type Slot<H> = Arc<Mutex<Option<Tracked<H>>>>;
 pub trait SessionStore: Send + Sync {
     fn create(&self, key: &Key, header: SessionHeader) -> CoreResult<()>;
     fn append(&self, key: &Key, batch_json: &str) -> CoreResult<()>;
-    /// Repair-load a stored session. It takes the session's write lease
-    /// when it is free, making the repair durable; without it (another
-    /// store holds it), or while a live session of this store writes the
-    /// session, the repair stays in memory, unless `writer` asks for the
-    /// lease (`SESSION_IN_USE`).
+    /// Repair-load a stored session. A reader's load takes no lease and
+    /// keeps none: it makes the repair durable only when it can take the
+    /// lease for that step alone, and otherwise returns it in memory. A
+    /// writer's load (`writer`) takes the lease (`SESSION_IN_USE` when
+    /// another store holds it) and keeps it until the store closes.
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log>;
     /// `load`, for a session object with `token`: when the load is the
     /// writer's, the store knows that object's log is the stored log.
     /// `observe`: as `Backend::load`.
-    fn open(&self, key: &Key, token: u64, observe: Observe<'_>) -> CoreResult<Log>;
+    fn open(&self, key: &Key, writer: bool, token: u64, observe: Observe<'_>) -> CoreResult<Log>;
     /// Where a flush of the session object `token` starts: the stored
     /// length when the store knows its log is that object's prefix.
     fn cursor(&self, id: &str, token: u64) -> Option<u64>;
@@ -300,8 +302,8 @@ pub trait SessionStore: Send + Sync {
 pub struct Store<B: Backend> {
     backend: B,
     sessions: Mutex<HashMap<String, Slot<B::Handle>>>,
-    /// Ids whose lease this store holds, least recently used first.
-    held: Mutex<VecDeque<String>>,
+    /// The write leases this store takes (held in its slots).
+    leases: Leases,
     closed: AtomicBool,
 }
 
@@ -372,7 +374,7 @@ impl<B: Backend> Store<B> {
         Store {
             backend,
             sessions: Mutex::new(HashMap::new()),
-            held: Mutex::new(VecDeque::new()),
+            leases: Leases::new(),
             closed: AtomicBool::new(false),
         }
     }
@@ -396,41 +398,17 @@ impl<B: Backend> Store<B> {
     }
 
     /// Take the session's write lease, or say who holds it
-    /// (`SESSION_IN_USE`); `None` when the session needs none.
+    /// (`SESSION_IN_USE`); `None` when the session needs none. The slot
+    /// that keeps it holds it until the store closes.
     fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
         let Some(path) = self.backend.lease_path(key) else {
             return Ok(None);
         };
-        let lease = lease::acquire(&path, &lease::subject(&key.id)).map_err(Refused::into_error)?;
-        self.note_held(&key.id);
+        let lease = self
+            .leases
+            .take(&path, &lease::subject(&key.id))
+            .map_err(Refused::into_error)?;
         Ok(Some(lease))
-    }
-
-    /// Note that this store took `id`'s lease, and let go of the least
-    /// recently taken ones past `MAX_HELD_LEASES` (a session busy right now
-    /// keeps its lease and goes to the back of the line). A session let go
-    /// of is read again under its lease before this store writes it next.
-    fn note_held(&self, id: &str) {
-        let evicted: Vec<String> = {
-            let mut held = lock(&self.held);
-            held.retain(|h| h != id);
-            held.push_back(id.to_string());
-            let over = held.len().saturating_sub(MAX_HELD_LEASES);
-            held.drain(..over).collect()
-        };
-        for other in evicted {
-            let Some(slot) = lock(&self.sessions).get(&other).cloned() else {
-                continue;
-            };
-            let Ok(mut guard) = slot.try_lock() else {
-                lock(&self.held).push_back(other);
-                continue;
-            };
-            if let Some(t) = guard.as_mut() {
-                t.lease = None;
-                t.authoritative = false;
-            }
-        }
     }
 
     /// The stored log read as a reader: nothing written, nothing tracked.
@@ -440,10 +418,13 @@ impl<B: Backend> Store<B> {
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
-    /// makes). While a live session of this store writes the session, the
-    /// load is a reader's (SPEC 11.1: a read never wedges a writer);
-    /// otherwise it repairs durably when it can take the lease, and the
-    /// store adopts what it read.
+    /// makes). A writer's load (`writer`), or a load by the store that
+    /// holds the session's lease already, is made under the lease: taken
+    /// (`SESSION_IN_USE` when another store holds it) and kept, the repair
+    /// made durable, and the store adopts what it read (for `open`, that
+    /// the session it makes holds the stored log). While a live session of
+    /// this store writes the session, a load is a reader's (SPEC 11.1: a
+    /// read never wedges a writer); so is every other load (`read`).
     fn load_as(
         &self,
         key: &Key,
@@ -466,23 +447,22 @@ impl<B: Backend> Store<B> {
             }
             return Ok(self.read_only(key)?.ok_or_else(|| not_found(&key.id))?.log);
         }
+        let own_lease = self.backend.lease_path(key).is_none();
+        let holds = slot
+            .as_ref()
+            .is_some_and(|t| t.lease.is_some() || (own_lease && t.authoritative));
+        if !writer && !holds {
+            return self.read(key, observe);
+        }
         let lease = match slot.as_mut().and_then(|t| t.lease.take()) {
             Some(held) => Some(held),
-            None if writer => self.take_lease(key)?,
-            // No lock file for a session that is not stored.
-            None if !self.backend.exists(key)? => return Err(not_found(&key.id)),
-            // A reader reads without it (held elsewhere, or a directory
-            // this process cannot write).
-            None => self.take_lease(key).unwrap_or_default(),
-        };
-        let durable = lease.is_some() || self.backend.lease_path(key).is_none();
-        let mode = if durable {
-            LoadMode::Repair
-        } else {
-            LoadMode::Read
+            None => self.take_lease(key)?,
         };
         let mut handle = B::Handle::default();
-        let loaded = match self.backend.load(key, &mut handle, mode, observe) {
+        let loaded = match self
+            .backend
+            .load(key, &mut handle, LoadMode::Repair, observe)
+        {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -498,7 +478,7 @@ impl<B: Backend> Store<B> {
         if let (true, Some(refused)) = (writer, refused.clone()) {
             return Err(refused);
         }
-        let authoritative = durable && refused.is_none();
+        let authoritative = refused.is_none();
         let mut t = Tracked::loaded(loaded.log.header().clone(), &loaded, handle, authoritative);
         t.lease = lease;
         if let (true, Some(token)) = (authoritative, token) {
@@ -509,6 +489,34 @@ impl<B: Backend> Store<B> {
         }
         *slot = Some(t);
         Ok(loaded.log)
+    }
+
+    /// A reader's load: no lease taken or kept, nothing tracked. When the
+    /// log needs a repair (a torn tail, an interrupted turn), the repair is
+    /// made durable (SPEC 11) only if the lease is free, taken for that
+    /// step alone; otherwise it stays in what the load returns, as it does
+    /// when the durable repair fails (a read-only directory).
+    fn read(&self, key: &Key, observe: Observe<'_>) -> CoreResult<Log> {
+        let mut handle = B::Handle::default();
+        let read = self
+            .backend
+            .load(key, &mut handle, LoadMode::Read, observe)?
+            .ok_or_else(|| not_found(&key.id))?;
+        if !read.unrepaired {
+            return Ok(read.log);
+        }
+        let Ok(lease) = self.take_lease(key) else {
+            return Ok(read.log);
+        };
+        let mut handle = B::Handle::default();
+        let repaired = self.backend.load(key, &mut handle, LoadMode::Repair, None);
+        let durable = self.backend.refusal(&handle).is_none();
+        self.backend.let_go(key, &handle);
+        drop(lease);
+        match repaired {
+            Ok(Some(repaired)) if durable => Ok(repaired.log),
+            _ => Ok(read.log),
+        }
     }
 
     /// Make this store the session's writer before it writes: take the
@@ -937,8 +945,8 @@ impl<B: Backend> SessionStore for Store<B> {
         self.load_as(key, writer, None, None)
     }
 
-    fn open(&self, key: &Key, token: u64, observe: Observe<'_>) -> CoreResult<Log> {
-        self.load_as(key, false, Some(token), observe)
+    fn open(&self, key: &Key, writer: bool, token: u64, observe: Observe<'_>) -> CoreResult<Log> {
+        self.load_as(key, writer, Some(token), observe)
     }
 
     fn cursor(&self, id: &str, token: u64) -> Option<u64> {
@@ -1034,7 +1042,7 @@ impl<B: Backend> SessionStore for Store<B> {
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
         lock(&self.sessions).clear();
-        lock(&self.held).clear();
+        self.leases.clear();
         self.backend.close();
     }
 }

@@ -1193,6 +1193,28 @@ impl Backend for PostgresBackend {
         None
     }
 
+    fn let_go(&self, key: &Key, handle: &PgHandle) {
+        let Some(epoch) = handle.epoch else {
+            return;
+        };
+        let holder = self.holder().to_string();
+        // Best effort, as `release`: a lease not let go of expires.
+        let _ = self.tx(|tx| {
+            tx.query(
+                &format!(
+                    "UPDATE {}.leases SET expires_at = '-infinity' \
+                     WHERE session_id = $1 AND holder = $2 AND epoch = $3",
+                    self.schema
+                ),
+                &[
+                    (&key.id.as_str(), Type::TEXT),
+                    (&holder.as_str(), Type::TEXT),
+                    (&epoch, Type::INT8),
+                ],
+            )
+        });
+    }
+
     fn refusal(&self, handle: &PgHandle) -> Option<CoreError> {
         handle.refused.clone()
     }
@@ -1214,6 +1236,7 @@ impl Backend for PostgresBackend {
                 |tx| {
                     Ok(this.read(tx, id, None)?.map(|(r, _)| Loaded {
                         stored: r.preserved,
+                        unrepaired: r.needs_write(),
                         log: r.log,
                     }))
                 },
@@ -1261,6 +1284,7 @@ impl Backend for PostgresBackend {
                 epoch,
                 Loaded {
                     stored,
+                    unrepaired: stored < repaired.log.len(),
                     log: repaired.log,
                 },
             ))))

@@ -488,6 +488,7 @@ impl Backend for SqliteBackend {
                 drop(tx);
                 Ok(read?.map(|(repaired, _)| Loaded {
                     stored: repaired.preserved,
+                    unrepaired: repaired.needs_write(),
                     log: repaired.log,
                 }))
             });
@@ -513,6 +514,7 @@ impl Backend for SqliteBackend {
                 };
                 Ok(Some(Loaded {
                     stored,
+                    unrepaired: stored < repaired.log.len(),
                     log: repaired.log,
                 }))
             })

@@ -572,7 +572,10 @@ export interface PostgresSessionStoreOptions {
    * `sslcert`/`sslkey` (docs/POSTGRES.md).
    */
   connectionString: string
-  /** Schema holding `sessions`, `events`, `leases` and `dsh_meta` (created on first use). Default `'public'`. */
+  /**
+   * Schema holding `sessions`, `events`, `leases` and `dsh_meta` (created on first use). Default `'public'`.
+   * At most 63 bytes of UTF-8 (PostgreSQL truncates longer names); a longer one throws `INVALID_ARGUMENT`.
+   */
   schema?: string
   /** Connections the store opens at most. Default 4. */
   poolSize?: number

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process'
 import * as fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { cli } from './cli-helpers.js'
 import {
   asEvents,
   header,
@@ -241,6 +242,63 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL store options and fa
     const open = psqlRows(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'dsh-pool-${process.pid}'`)
     expect(open.length).toBeGreaterThanOrEqual(1)
     expect(open.length).toBeLessThanOrEqual(2)
+  })
+})
+
+// Issue 29: PostgreSQL truncates names past NAMEDATALEN-1 = 63 bytes, so two
+// longer schemas sharing their first 63 bytes would be one schema. Such a
+// name is refused by the constructor (and the CLI's reads), before any
+// connection: the unreachable server below is never asked.
+describe('issue 29: a schema name longer than PostgreSQL keeps', () => {
+  const UNREACHABLE = 'postgres://127.0.0.1:1/x'
+  const tooLong = (schema: string, bytes: number) => ({
+    code: 'INVALID_ARGUMENT',
+    message: `PostgresSessionStore schema ${JSON.stringify(schema)} is ${bytes} bytes of UTF-8; PostgreSQL keeps at most 63 bytes of a name (it would truncate this one)`,
+  })
+
+  it('accepts a schema of 63 bytes (the store then tries to connect)', async () => {
+    const store = new PostgresSessionStore({ connectionString: UNREACHABLE, schema: 's'.repeat(63) })
+    expect((await rejection(store.list())).code).toBe('PG_CONNECT')
+    await store.close()
+  })
+
+  it('refuses a schema of 64 bytes with INVALID_ARGUMENT in the constructor, before connecting', () => {
+    const schema = 's'.repeat(64)
+    expect(thrown(() => new PostgresSessionStore({ connectionString: UNREACHABLE, schema }))).toEqual(tooLong(schema, 64))
+  })
+
+  it('counts the bytes of UTF-8, not characters', async () => {
+    // 31 characters: 'é' is 2 bytes, so 62 + 2 = 64 bytes.
+    const long = 'é'.repeat(31) + 'ab'
+    expect(thrown(() => new PostgresSessionStore({ connectionString: UNREACHABLE, schema: long }))).toEqual(tooLong(long, 64))
+    const fits = 'é'.repeat(31) + 'a'
+    const store = new PostgresSessionStore({ connectionString: UNREACHABLE, schema: fits })
+    expect((await rejection(store.list())).code).toBe('PG_CONNECT')
+    await store.close()
+  })
+
+  it('is refused by the CLI reading a postgres:// address, before connecting', async () => {
+    const schema = 'x'.repeat(64)
+    const run = await cli(['list', `${UNREACHABLE}?schema=${schema}`, '--json'])
+    expect(run.code).toBe(1)
+    expect(JSON.parse(run.stderr).error).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(JSON.parse(run.stderr).error.message).toContain(tooLong(schema, 64).message)
+    const read = await cli(['inspect', `${UNREACHABLE}?schema=${schema}#s`, '--json'])
+    expect(read.code).toBe(1)
+    expect(JSON.parse(read.stderr).error).toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+
+  it.skipIf(PG_URL === undefined)('keeps two names sharing their first 63 bytes apart: the 63-byte one works, the longer one is refused', async () => {
+    const prefix = `t29_${process.pid}_`.padEnd(63, 'p')
+    cleanup.push(() => psqlExec(`DROP SCHEMA IF EXISTS "${prefix}" CASCADE`))
+    const short = new PostgresSessionStore({ connectionString: PG_URL!, schema: prefix })
+    cleanup.push(() => short.close())
+    await short.create(header('s'))
+    await short.append('s', asEvents(turns(1)))
+    const schema = `${prefix}-second`
+    expect(thrown(() => new PostgresSessionStore({ connectionString: PG_URL!, schema }))).toEqual(tooLong(schema, 70))
+    expect((await short.load('s')).events).toEqual(turns(1))
+    expect(psqlRows(`SELECT nspname FROM pg_namespace WHERE nspname LIKE 't29\\_${process.pid}\\_%'`)).toEqual([{ nspname: prefix }])
   })
 })
 

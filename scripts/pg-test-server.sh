@@ -8,8 +8,10 @@
 # its own directory.
 pg_bin=${DSH_PG_BIN:-/usr/lib/postgresql/15/bin}
 pg_dir=$(mktemp -d /tmp/dsh-pg.XXXXXX)
+# From /, which postgres can enter even when the checkout is a private
+# (0700) folder (the paths given are absolute).
 as_pg() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 [ "$(id -u)" = 0 ] && chown postgres "$pg_dir"
 free_port() {

@@ -14,8 +14,14 @@ const path = require('node:path')
 const PG_BIN = process.env.DSH_PG_BIN ?? '/usr/lib/postgresql/15/bin'
 const root = process.getuid?.() === 0
 
+/**
+ * Run a server command, as `postgres` when root; from `/`, which that user
+ * can enter even when the checkout is a private (0700) folder.
+ */
 function asPg(cmd, args) {
-  return root ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8' }) : execFileSync(cmd, args, { encoding: 'utf8' })
+  return root
+    ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { encoding: 'utf8', cwd: '/' })
+    : execFileSync(cmd, args, { encoding: 'utf8' })
 }
 
 /** Give `file` (or a directory) to the server's user. */

@@ -165,6 +165,35 @@ fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// The most bytes of a name PostgreSQL keeps (`NAMEDATALEN` - 1); it
+/// truncates longer ones, so two schemas sharing their first 63 bytes
+/// would be one.
+const NAME_MAX_BYTES: usize = 63;
+
+/// A schema name the store can use as given, refused before connecting
+/// (the store and the CLI's readers both start here). The store derives no
+/// other identifier from it: its tables and constraints have fixed names
+/// inside the schema.
+fn check_schema(schema: &str) -> CoreResult<()> {
+    if schema.is_empty() || schema.contains('\0') {
+        return Err(CoreError::new(
+            Code::InvalidArgument,
+            "PostgresSessionStore schema must be a non-empty name without NUL",
+        ));
+    }
+    if schema.len() > NAME_MAX_BYTES {
+        return Err(CoreError::new(
+            Code::InvalidArgument,
+            format!(
+                "PostgresSessionStore schema {} is {} bytes of UTF-8; PostgreSQL keeps at most {NAME_MAX_BYTES} bytes of a name (it would truncate this one)",
+                quoted(schema),
+                schema.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// This machine's host name (lease holders name it).
 fn host_name() -> String {
     let mut buf = [0u8; 256];
@@ -330,6 +359,7 @@ impl Tx<'_> {
 
 impl PostgresBackend {
     pub fn new(options: PgOptions) -> CoreResult<PostgresBackend> {
+        check_schema(&options.schema)?;
         let (rest, tls) = tls::split(&options.connection_string)?;
         let mut config = Config::from_str(&rest).map_err(|e| {
             CoreError::new(Code::InvalidArgument, format!(
@@ -348,12 +378,6 @@ impl PostgresBackend {
             .keepalives_interval(Duration::from_secs(5))
             .keepalives_retries(3)
             .tcp_user_timeout(options.statement_timeout + options.connect_timeout);
-        if options.schema.is_empty() || options.schema.contains('\0') {
-            return Err(CoreError::new(
-                Code::InvalidArgument,
-                "PostgresSessionStore schema must be a non-empty name without NUL",
-            ));
-        }
         let hosts: Vec<String> = config
             .get_hosts()
             .iter()
@@ -1466,6 +1490,16 @@ mod tests {
         );
         assert!(check_id("a/b é").is_ok());
         assert!(schema_sql("\"s\"").contains("PRIMARY KEY (session_id, seq)"));
+    }
+
+    #[test]
+    fn schema_names_past_63_bytes_are_refused() {
+        assert!(check_schema(&"s".repeat(63)).is_ok());
+        assert!(check_schema(&format!("{}a", "é".repeat(31))).is_ok());
+        let refused = check_schema(&format!("{}ab", "é".repeat(31))).unwrap_err();
+        assert_eq!(refused.code(), "INVALID_ARGUMENT");
+        assert!(refused.message().contains(" is 64 bytes of UTF-8; "));
+        assert!(check_schema("").is_err());
     }
 
     /// A backend on the test server (`DSH_TEST_PG_URL`, set by .ci/run) in

@@ -293,6 +293,8 @@ export type SessionErrorCode =
   | 'STORE_CLOSED'
   | 'SESSION_IN_USE'
   | 'LOG_REPLACED'
+  | 'NOT_A_FILE'
+  | 'READ_ONLY'
   | 'LEASE_LOST'
   | 'PG_CONNECT'
   | 'PG'

@@ -17,6 +17,7 @@ pub mod jsonl;
 pub mod lease;
 pub mod load;
 pub mod postgres;
+pub mod regular;
 pub(crate) mod rows;
 pub mod sqlite;
 
@@ -204,6 +205,11 @@ pub trait Backend: Send + Sync + 'static {
     /// writer holding it and read as a reader, writing nothing.
     fn refusal(&self, _handle: &Self::Handle) -> Option<CoreError> {
         None
+    }
+    /// Why this store may not write at all (`READ_ONLY`: a SQLite database
+    /// this process cannot write), checked before it takes a write lease.
+    fn check_writable(&self) -> CoreResult<()> {
+        Ok(())
     }
 }
 
@@ -398,6 +404,9 @@ impl<B: Backend> Store<B> {
     /// Take the session's write lease, or say who holds it
     /// (`SESSION_IN_USE`); `None` when the session needs none.
     fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
+        // A store that cannot write takes no lease: its loads are a
+        // reader's, and its writes are refused before any lock file.
+        self.backend.check_writable()?;
         let Some(path) = self.backend.lease_path(key) else {
             return Ok(None);
         };

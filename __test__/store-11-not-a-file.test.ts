@@ -58,11 +58,14 @@ describe('jsonl store: a log path that holds something other than a regular file
     const dir = dirFor('fifo')
     const store = new JsonlSessionStore({ root: dir })
     cleanup.push(() => bounded(store.close(), 'close()').catch(() => {}))
-    await store.flush(new Session('s', asEvents(turns(1))))
+    const live = new Session('s', asEvents(turns(1)))
+    await store.flush(live)
     const file = store.locate(header('s')).path
     fs.unlinkSync(file)
     mkfifo(file)
-    const r = await bounded(rejection(store.flush(new Session('s', asEvents([...turns(1), ...NEXT])))), 'the flush')
+    // The writer's next flush of the same session (its cursor is the stored length).
+    live.append('user/message', { content: [{ type: 'text', text: 'next' }], source: { kind: 'user' } }, { surfaceOp: 'append' })
+    const r = await bounded(rejection(store.flush(live)), 'the flush')
     expect(r.code).toBe('NOT_A_FILE')
     expect(r.message).toBe(`"${file}" is a FIFO, not a regular file; nothing was read or written`)
     await bounded(store.close(), 'close()')

@@ -293,6 +293,8 @@ export type SessionErrorCode =
   | 'STORE_CLOSED'
   | 'SESSION_IN_USE'
   | 'LOG_REPLACED'
+  | 'NOT_A_FILE'
+  | 'READ_ONLY'
   | 'LEASE_LOST'
   | 'PG_CONNECT'
   | 'PG'
@@ -485,7 +487,9 @@ export interface DurableSessionStore {
    * header with the batch; appending to an id the store has not seen loads
    * (and repairs) its stored log first. The store takes the session's write
    * lease: `SESSION_IN_USE` while another store (any process) holds it;
-   * `LOG_REPLACED` when a JSONL log was replaced or removed under the store.
+   * `LOG_REPLACED` when a JSONL log was replaced or removed under the store;
+   * `NOT_A_FILE` when its path holds a FIFO, a directory or another
+   * non-file; `READ_ONLY` for a SQLite database this process cannot write.
    */
   append(id: SessionId | string, events: readonly SessionEvent[]): Promise<void>
   /**

@@ -120,9 +120,9 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL single-writer fencin
     const view = await store.load('h')
     expect(view.events).toEqual([...turnBatches(1, 0)[0]!, ...interruptedTurnClosers(asEvents(turnBatches(1, 0)[0]!))])
     expect(pgDump(dir, 'h')).toEqual(before)
-    // Expired: the next load takes it over (the repair becomes durable).
+    // Expired: the next writer's load takes it over (the repair becomes durable).
     psqlExec(`UPDATE ${s}.leases SET expires_at = now() - interval '1 second' WHERE session_id = 'h'`)
-    const taken = await store.load('h')
+    const taken = await store.load('h', { write: true })
     expect(pgDump(dir, 'h').lease).toMatchObject({ epoch: 8, host: os.hostname(), pid: process.pid })
     expect(pgDump(dir, 'h').rows).toHaveLength(taken.events.length)
     await store.append('h', asEvents(turnBatches(2, taken.events.length).flat()))

@@ -200,7 +200,8 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL store options and fa
     const waiting = pgStore(storeDir(schema), { statementTimeoutMs: 300 })
     cleanup.push(() => waiting.close())
     const started = Date.now()
-    const timedOut = await rejection(waiting.load('s'))
+    // A writer's load takes the lease row (a reader's touches no lease).
+    const timedOut = await rejection(waiting.load('s', { write: true }))
     expect(timedOut.code).toBe('PG')
     expect(timedOut.message).toContain(`${named(schema)}: statement timed out after 300 ms`)
     expect(Date.now() - started).toBeLessThan(1400)

@@ -50,6 +50,12 @@ pub enum Code {
     SessionInUse,
     /// A JSONL log renamed over, removed or changed under the store.
     LogReplaced,
+    /// A path a store opens that holds something other than a regular file
+    /// (a FIFO, a directory, a socket, a device).
+    NotAFile,
+    /// A write to a store whose database this process cannot write (a
+    /// read-only file system, no write permission): it is only read.
+    ReadOnly,
     /// A PostgreSQL writer whose lease another store took over.
     LeaseLost,
     /// A PostgreSQL server that cannot be reached or refuses the connection.
@@ -65,7 +71,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order of the declaration (`index.d.ts` lists the same).
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 27] = [
         Code::NotLossless,
         Code::InvalidEnvelope,
         Code::InvalidHeader,
@@ -86,6 +92,8 @@ impl Code {
         Code::Closed,
         Code::SessionInUse,
         Code::LogReplaced,
+        Code::NotAFile,
+        Code::ReadOnly,
         Code::LeaseLost,
         Code::PgConnect,
         Code::Pg,
@@ -116,6 +124,8 @@ impl Code {
             Code::Closed => "STORE_CLOSED",
             Code::SessionInUse => "SESSION_IN_USE",
             Code::LogReplaced => "LOG_REPLACED",
+            Code::NotAFile => "NOT_A_FILE",
+            Code::ReadOnly => "READ_ONLY",
             Code::LeaseLost => "LEASE_LOST",
             Code::PgConnect => "PG_CONNECT",
             Code::Pg => "PG",

@@ -9,15 +9,16 @@
 
 use super::load::Repaired;
 use super::postgres::{PgOptions, PostgresBackend};
+use super::regular::open_regular;
 use super::{jsonl, lease, not_found, sqlite, Backend};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::invariants::Trace;
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 use serde_json::Value;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -203,12 +204,10 @@ pub fn read_jsonl(path: &Path, write: bool) -> CoreResult<StoredLog> {
     // A repair is a writer: it needs the session's lease (SESSION_IN_USE
     // while a store writes the session), held until it is done.
     let _lease = if write { jsonl::lease_log(path)? } else { None };
-    let mut file = if write {
-        OpenOptions::new().read(true).write(true).open(path)
-    } else {
-        File::open(path)
-    }
-    .map_err(|e| CoreError::io("cannot open session log", path, e))?;
+    let mut options = OpenOptions::new();
+    options.read(true).write(write);
+    let mut file =
+        open_regular(path, &options).map_err(|e| e.into_error("cannot open session log", path))?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|e| CoreError::io("cannot read session log", path, e))?;
@@ -232,91 +231,11 @@ pub fn read_jsonl(path: &Path, write: bool) -> CoreResult<StoredLog> {
     })
 }
 
-/// Whether the database file at `path` is in WAL mode (header bytes 18
-/// and 19, the read and write versions, are 2).
-fn is_wal(path: &str) -> bool {
-    let mut head = [0u8; 20];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head[18] == 2 && head[19] == 2)
-}
-
-/// What changes when a writer commits to the database file: its size,
-/// modification time and inode.
-fn file_stamp(path: &str) -> Option<(u64, std::time::SystemTime, u64)> {
-    let m = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(&m);
-    #[cfg(not(unix))]
-    let ino = 0;
-    Some((m.len(), m.modified().ok()?, ino))
-}
-
-/// `path` as a SQLite `file:` URI (`?`, `#` and `%` escaped).
-fn file_uri(path: &str) -> String {
-    let mut uri = String::from("file:");
-    for c in path.chars() {
-        match c {
-            '?' => uri.push_str("%3f"),
-            '#' => uri.push_str("%23"),
-            '%' => uri.push_str("%25"),
-            c => uri.push(c),
-        }
-    }
-    uri
-}
-
-/// Read the SQLite database at `path` with `read`, creating nothing beside
-/// it. A read-only connection to a WAL database creates its `-wal` and
-/// `-shm` files and, unable to checkpoint, leaves them. So a WAL database
-/// with no `-wal` (every commit is in the main file, no writer has it open)
-/// is read `immutable`, and the read is kept only if no writer came
-/// meanwhile (still no `-wal`, the file unchanged); otherwise, and for a
-/// database a writer has open or in rollback-journal mode, it is read
-/// through a plain read-only connection, which then creates nothing.
-fn with_sqlite<T>(path: &str, read: impl Fn(&Connection) -> CoreResult<T>) -> CoreResult<T> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let wal = format!("{path}-wal");
-    if is_wal(path) && !Path::new(&wal).exists() {
-        let before = file_stamp(path);
-        let uri = format!("{}?immutable=1", file_uri(path));
-        if let Ok(conn) = Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI) {
-            let result = read(&conn);
-            drop(conn);
-            if !Path::new(&wal).exists() && before.is_some() && file_stamp(path) == before {
-                return result;
-            }
-        }
-    }
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| sqlite::sql_err(path, e))?;
-    read(&conn)
-}
-
-/// Whether the read-only connection `conn` to `path` holds sessions: its
-/// schema version checked; false for a database without sessions (schema
-/// version 0 and no tables). A version-0 database that has both tables is
-/// read like a stamped one: the store stamps it and reads them (`CREATE
-/// TABLE IF NOT EXISTS`), so the CLI sees the same sessions. Nothing here
-/// stamps a schema or creates a table.
-fn has_sessions(conn: &Connection, path: &str) -> CoreResult<bool> {
-    if sqlite::schema_version(conn, path)? != 0 {
-        return Ok(true);
-    }
-    let tables: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'events')",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(|e| sqlite::sql_err(path, e))?;
-    Ok(tables == 2)
-}
-
 /// Read one session of a SQLite database without writing to it, and repair
 /// it in memory as the SQLite store's load does (`sqlite::read_session`).
 pub fn read_sqlite(path: &str, id: &str) -> CoreResult<StoredLog> {
-    with_sqlite(path, |conn| {
-        if !has_sessions(conn, path)? {
+    sqlite::read_only::with_sqlite(path, |conn| {
+        if !sqlite::has_sessions(conn, path)? {
             return Err(not_found(id));
         }
         let (repaired, records) =
@@ -348,8 +267,8 @@ fn sorted(mut headers: Vec<SessionHeader>) -> Vec<SessionHeader> {
 /// rows that are not v0 headers are left out, as the store does
 /// (`sqlite::list_headers`).
 pub fn list_sqlite(path: &str) -> CoreResult<Vec<SessionHeader>> {
-    let headers = with_sqlite(path, |conn| {
-        if !has_sessions(conn, path)? {
+    let headers = sqlite::read_only::with_sqlite(path, |conn| {
+        if !sqlite::has_sessions(conn, path)? {
             return Ok(Vec::new());
         }
         sqlite::list_headers(conn, path)
@@ -441,10 +360,5 @@ mod tests {
         let long = "é".repeat(TORN_SHOWN + 5);
         assert_eq!(shown_text(&long).chars().count(), TORN_SHOWN + 1);
         assert!(shown_text(&long).ends_with('…'));
-    }
-
-    #[test]
-    fn file_uris_escape_what_sqlite_reads_as_a_query() {
-        assert_eq!(file_uri("/a b/c?d#e%f.db"), "file:/a b/c%3fd%23e%25f.db");
     }
 }

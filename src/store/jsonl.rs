@@ -10,6 +10,7 @@
 //! `<root>/.locks/<stem>.lock` (one per id, whatever its bucket).
 
 use super::load::{self, Place, Repaired};
+use super::regular::{self, open_read, open_regular};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{read_arriving, Cutter, Helper, Log, Observe, PIECE_BYTES};
@@ -485,7 +486,7 @@ pub fn write_repair(
 /// The first line of a file, when it is complete and short enough to be a header.
 fn first_line(path: &Path) -> Option<String> {
     const LIMIT: usize = 16 << 20;
-    let mut file = File::open(path).ok()?;
+    let mut file = open_read(path).ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -554,7 +555,8 @@ impl JsonlBackend {
                 let path = bucket.join(name);
                 match fs::symlink_metadata(&path) {
                     Ok(m) if m.is_file() => found.push(path),
-                    Ok(_) => {}
+                    // Say what is there rather than that nothing is.
+                    Ok(m) => return Err(regular::not_a_file(&path, m.file_type())),
                     Err(e) if e.kind() == ErrorKind::NotFound => {}
                     Err(e) => return Err(CoreError::io("cannot stat session log", &path, e)),
                 }
@@ -622,14 +624,17 @@ impl Backend for JsonlBackend {
         // A writer reads through the descriptor it writes with, so what it
         // read is the file it changes (a read-only file is read; a write
         // then fails).
-        let writable = (mode != LoadMode::Read)
-            .then(|| OpenOptions::new().read(true).write(true).open(&path))
-            .and_then(Result::ok);
+        let writable = match mode {
+            LoadMode::Read => None,
+            _ => match open_regular(&path, OpenOptions::new().read(true).write(true)) {
+                Ok(f) => Some(f),
+                Err(regular::OpenError::NotAFile(e)) => return Err(e),
+                Err(regular::OpenError::Io(_)) => None,
+            },
+        };
         let file = match writable {
             Some(f) => f,
-            None => {
-                File::open(&path).map_err(|e| CoreError::io("cannot open session log", &path, e))?
-            }
+            None => open_read(&path).map_err(|e| e.into_error("cannot open session log", &path))?,
         };
         if handle.identity.is_some()
             && file.metadata().ok().as_ref().and_then(identity) != handle.identity
@@ -706,12 +711,11 @@ impl Backend for JsonlBackend {
         }
         let mut head = header.line();
         head.push('\n');
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| CoreError::io("cannot create session log", &tmp, e))?;
+        let file = open_regular(
+            &tmp,
+            OpenOptions::new().read(true).write(true).create_new(true),
+        )
+        .map_err(|e| e.into_error("cannot create session log", &tmp))?;
         let written = write_all_at(&file, head.as_bytes(), 0)
             .and_then(|()| write_all_at(&file, batch.lines.as_bytes(), head.len() as u64))
             .and_then(|()| file.sync_all())
@@ -738,12 +742,12 @@ impl Backend for JsonlBackend {
             Some(p) => p.clone(),
             None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
         };
-        let file = match OpenOptions::new().write(true).open(&path) {
+        let file = match open_regular(&path, OpenOptions::new().write(true)) {
             Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound && handle.identity.is_some() => {
+            Err(e) if e.is_not_found() && handle.identity.is_some() => {
                 return Err(replaced(&path, &key.id, REMOVED))
             }
-            Err(e) => return Err(CoreError::io("cannot open session log", &path, e)),
+            Err(e) => return Err(e.into_error("cannot open session log", &path)),
         };
         // The file at the path must be the one the store read or wrote,
         // ending where the store left it.

@@ -17,6 +17,7 @@ pub mod jsonl;
 pub mod lease;
 pub mod load;
 pub mod postgres;
+pub mod regular;
 pub(crate) mod rows;
 pub mod sqlite;
 
@@ -207,6 +208,11 @@ pub trait Backend: Send + Sync + 'static {
     /// that made a repair durable keeps no lease): a backend that keeps its
     /// own lease releases it; a lock file's lease is the store's to drop.
     fn let_go(&self, _key: &Key, _handle: &Self::Handle) {}
+    /// Why this store may not write at all (`READ_ONLY`: a SQLite database
+    /// this process cannot write), checked before it takes a write lease.
+    fn check_writable(&self) -> CoreResult<()> {
+        Ok(())
+    }
 }
 
 /// What the store knows about one session.
@@ -401,6 +407,9 @@ impl<B: Backend> Store<B> {
     /// (`SESSION_IN_USE`); `None` when the session needs none. The slot
     /// that keeps it holds it until the store closes.
     fn take_lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
+        // A store that cannot write takes no lease: its loads are a
+        // reader's, and its writes are refused before any lock file.
+        self.backend.check_writable()?;
         let Some(path) = self.backend.lease_path(key) else {
             return Ok(None);
         };

@@ -14,6 +14,8 @@ use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
 
+pub mod read_only;
+
 /// `PRAGMA user_version` of the schema this build reads and writes.
 pub const SCHEMA_VERSION: i64 = 4;
 
@@ -34,7 +36,9 @@ pub const JOURNAL_MODES: [&str; 4] = ["wal", "delete", "truncate", "persist"];
 
 enum Conn {
     Unopened,
-    Open(Connection),
+    /// The connection, and why it is read-only when this process cannot
+    /// write the database (`read_only::open`): then it only reads.
+    Open(Connection, Option<String>),
     Closed,
 }
 
@@ -100,6 +104,26 @@ pub fn schema_version(conn: &Connection, path: &str) -> CoreResult<i64> {
         )));
     }
     Ok(version)
+}
+
+/// Whether the connection `conn` to `path` holds sessions: its schema
+/// version checked; false for a database without sessions (schema version
+/// 0 and no tables). A version-0 database that has both tables is read
+/// like a stamped one: a writable store stamps it and reads them (`CREATE
+/// TABLE IF NOT EXISTS`), so a read-only one and the CLI see the same
+/// sessions. Nothing here stamps a schema or creates a table.
+pub(crate) fn has_sessions(conn: &Connection, path: &str) -> CoreResult<bool> {
+    if schema_version(conn, path)? != 0 {
+        return Ok(true);
+    }
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('sessions', 'events')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| sql_err(path, e))?;
+    Ok(tables == 2)
 }
 
 /// The header of session `id`'s `sessions` row (`None` without one), read
@@ -309,6 +333,7 @@ impl SqliteBackend {
                 Opening::Failed(self.err(e))
             }
         };
+        read_only::check_file(&self.path).map_err(Opening::Failed)?;
         let conn = Connection::open(&self.path).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         let version: i64 = conn
@@ -334,21 +359,43 @@ impl SqliteBackend {
         Ok(conn)
     }
 
-    /// Run `f` on the connection, opening it on first use.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> CoreResult<T>) -> CoreResult<T> {
+    /// Run `f` on the connection (and why it is read-only, if it is),
+    /// opening it on first use: read-only, without setting the journal mode
+    /// or stamping the schema, when this process cannot write the database.
+    fn with_mode<T>(
+        &self,
+        f: impl FnOnce(&mut Connection, Option<&str>) -> CoreResult<T>,
+    ) -> CoreResult<T> {
         let mut guard = lock(&self.conn);
         if matches!(*guard, Conn::Unopened) {
-            *guard = Conn::Open(self.open()?);
+            *guard = match read_only::unwritable(&self.path) {
+                Some(why) => Conn::Open(read_only::open(&self.path)?, Some(why.to_string())),
+                None => Conn::Open(self.open()?, None),
+            };
         }
         match &mut *guard {
-            Conn::Open(conn) => f(conn),
+            Conn::Open(conn, why) => f(conn, why.as_deref()),
             _ => Err(CoreError::new(Code::Closed, "session store is closed")),
         }
     }
 
+    /// Run `f` on the connection to read.
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> CoreResult<T>) -> CoreResult<T> {
+        self.with_mode(|conn, _| f(conn))
+    }
+
+    /// Run `f` on the connection to write: `READ_ONLY` when this process
+    /// cannot write the database.
+    fn with_writable<T>(&self, f: impl FnOnce(&mut Connection) -> CoreResult<T>) -> CoreResult<T> {
+        self.with_mode(|conn, why| match why {
+            Some(why) => Err(read_only::refused(&self.path, why)),
+            None => f(conn),
+        })
+    }
+
     /// Run `f` in an immediate transaction and commit.
     fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> CoreResult<T>) -> CoreResult<T> {
-        self.with(|conn| self.commit(conn, f))
+        self.with_writable(|conn| self.commit(conn, f))
     }
 
     /// Run `f` in an immediate transaction on `conn` and commit.
@@ -460,7 +507,13 @@ impl Backend for SqliteBackend {
     type Handle = ();
 
     fn exists(&self, key: &Key) -> CoreResult<bool> {
-        self.with(|conn| has_header(conn, &self.path, &key.id))
+        self.with(|conn| {
+            Ok(has_sessions(conn, &self.path)? && has_header(conn, &self.path, &key.id)?)
+        })
+    }
+
+    fn check_writable(&self) -> CoreResult<()> {
+        self.with_writable(|_| Ok(()))
     }
 
     /// `<database>.locks/<sha256(id) hex>.lock`; none for `:memory:`.
@@ -483,6 +536,9 @@ impl Backend for SqliteBackend {
         if mode == LoadMode::Read {
             // A reader: one consistent snapshot, the repair in memory only.
             return self.with(|conn| {
+                if !has_sessions(conn, &self.path)? {
+                    return Ok(None);
+                }
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
                 let read = read_session(&tx, &self.path, id, observe);
                 drop(tx);
@@ -493,7 +549,7 @@ impl Backend for SqliteBackend {
                 }))
             });
         }
-        self.with(|conn| {
+        self.with_writable(|conn| {
             // One immediate transaction: the rows read are the rows repaired.
             self.commit(conn, |tx| {
                 let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
@@ -577,6 +633,9 @@ impl Backend for SqliteBackend {
 
     fn list(&self) -> CoreResult<Vec<Listed>> {
         self.with(|conn| {
+            if !has_sessions(conn, &self.path)? {
+                return Ok(Vec::new());
+            }
             Ok(list_headers(conn, &self.path)?
                 .into_iter()
                 .map(|header| Listed { header })

@@ -27,7 +27,7 @@ impl From<PayloadBatch> for BatchOut {
 
 impl ToNapiValue for BatchOut {
     unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
-        super::converting(raw, || unsafe { val.to_js(raw) })
+        super::converting(raw, || unsafe { val.into_js(raw) })
     }
 }
 
@@ -36,7 +36,7 @@ impl BatchOut {
     ///
     /// # Safety
     /// `raw` is the JS thread's environment, during a call.
-    unsafe fn to_js(self, raw: napi::sys::napi_env) -> Result<napi::sys::napi_value> {
+    unsafe fn into_js(self, raw: napi::sys::napi_env) -> Result<napi::sys::napi_value> {
         let val = self;
         let env = Env::from_raw(raw);
         let PayloadBatch { seqs, json, holes } = val.0;

@@ -173,6 +173,25 @@ impl CoreError {
         }
     }
 
+    /// `INTERNAL`: `what` panicked (a bug), with the panic's message.
+    pub fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> CoreError {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        CoreError::new(
+            Code::Internal,
+            format!("{what} failed inside dsh-session-native (a bug): {why}"),
+        )
+    }
+
+    /// The same error with `e` as its source (its `errno` reaches JS).
+    pub fn with_source(mut self, e: std::io::Error) -> CoreError {
+        self.source = Some(Arc::new(e));
+        self
+    }
+
     /// The same error, about line `line` of a JSONL log.
     pub fn at_line(mut self, line: usize) -> CoreError {
         self.line = Some(line);

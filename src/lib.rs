@@ -13,11 +13,11 @@ mod event;
 mod invariants;
 mod json;
 mod log;
-mod priority;
 mod repair;
 mod scan;
 mod session_header;
 mod store;
 mod surface;
+mod threads;
 
 mod binding;

@@ -13,8 +13,8 @@ use napi_derive::napi;
 use serde_json::{json, Value};
 
 #[napi(js_name = "isSurfaceEligibleType")]
-pub fn is_surface_eligible_type_js(ty: String) -> bool {
-    is_surface_eligible_type(&ty)
+pub fn is_surface_eligible_type_js(env: Env, ty: String) -> Result<bool> {
+    call(&env, || Ok(is_surface_eligible_type(&ty)))
 }
 
 /// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON
@@ -93,8 +93,8 @@ pub fn check_legacy(env: Env, ty: String, data: String) -> Result<()> {
 
 /// Every code a native error may carry (`Code::ALL`), for the JS side's list.
 #[napi(js_name = "errorCodes")]
-pub fn error_codes() -> Vec<&'static str> {
-    Code::ALL.iter().map(|c| c.as_str()).collect()
+pub fn error_codes(env: Env) -> Result<Vec<&'static str>> {
+    call(&env, || Ok(Code::ALL.iter().map(|c| c.as_str()).collect()))
 }
 
 /// A deliberate panic inside a native call, to check that it reaches JS as

@@ -48,11 +48,38 @@ impl LoadReport {
     /// record, or null).
     #[napi(js_name = "planJson")]
     pub fn plan_json(&self, env: Env) -> Result<String> {
+        call(&env, || self.plan())
+    }
+
+    /// The log as a native session: the kept events alone, or with the
+    /// closers when `repaired` (what a store load returns).
+    #[napi]
+    pub fn session(&self, env: Env, repaired: bool) -> Result<NativeSession> {
+        call(&env, || {
+            self.stored.log(repaired).map(NativeSession::from_log)
+        })
+    }
+
+    /// The first SPEC 9 violation over the log (kept events, plus the
+    /// closers when `repaired`): `{message, code, seq}` as JSON text, or `null`.
+    #[napi]
+    pub fn invariants(&self, env: Env, repaired: bool) -> Result<Option<String>> {
+        call(&env, || {
+            let violation = self.stored.first_violation(repaired)?;
+            Ok(violation.map(|v| {
+                serde_json::json!({"message": v.error.to_string(), "code": v.error.code(), "seq": v.seq})
+                    .to_string()
+            }))
+        })
+    }
+}
+
+impl LoadReport {
+    /// `planJson`.
+    fn plan(&self) -> crate::error::CoreResult<String> {
         let s = &self.stored;
         let log = &s.repaired.log;
-        let closers = call(&env, || {
-            log.events_json(s.repaired.preserved, log.len(), &[])
-        })?;
+        let closers = log.events_json(s.repaired.preserved, log.len(), &[])?;
         let number = |n: Option<u64>| n.map_or("null".into(), |n| n.to_string());
         Ok(format!(
             "{{\"header\":{},\"records\":{},\"preserved\":{},\"torn\":{},\"tornRecord\":{},\"closers\":{},\"fileBytes\":{},\"committedBytes\":{},\"written\":{}}}",
@@ -67,24 +94,6 @@ impl LoadReport {
             s.written
         ))
     }
-
-    /// The log as a native session: the kept events alone, or with the
-    /// closers when `repaired` (what a store load returns).
-    #[napi]
-    pub fn session(&self, env: Env, repaired: bool) -> Result<NativeSession> {
-        call(&env, || self.stored.log(repaired)).map(NativeSession::from_log)
-    }
-
-    /// The first SPEC 9 violation over the log (kept events, plus the
-    /// closers when `repaired`): `{message, code, seq}` as JSON text, or `null`.
-    #[napi]
-    pub fn invariants(&self, env: Env, repaired: bool) -> Result<Option<String>> {
-        let violation = call(&env, || self.stored.first_violation(repaired))?;
-        Ok(violation.map(|v| {
-            serde_json::json!({"message": v.error.to_string(), "code": v.error.code(), "seq": v.seq})
-                .to_string()
-        }))
-    }
 }
 
 /// `[header, ...]` as JSON text.
@@ -96,47 +105,72 @@ fn headers_json(headers: Vec<SessionHeader>) -> String {
 /// Read a JSONL log file with the load repair; with `write`, make the
 /// repair durable (under the session's lease).
 #[napi(js_name = "readJsonlLog", ts_return_type = "Promise<LoadReport>")]
-pub fn read_jsonl_log(path: String, write: bool) -> StorePromise<StoredLog, LoadReport> {
-    task(false, report, move || {
-        inspect::read_jsonl(Path::new(&path), write)
+pub fn read_jsonl_log(
+    env: Env,
+    path: String,
+    write: bool,
+) -> Result<StorePromise<StoredLog, LoadReport>> {
+    call(&env, || {
+        Ok(task(false, report, move || {
+            inspect::read_jsonl(Path::new(&path), write)
+        }))
     })
 }
 
 /// Read one session of a SQLite database read-only, with the load repair
 /// in memory.
 #[napi(js_name = "readSqliteLog", ts_return_type = "Promise<LoadReport>")]
-pub fn read_sqlite_log(path: String, id: String) -> StorePromise<StoredLog, LoadReport> {
-    task(false, report, move || inspect::read_sqlite(&path, &id))
+pub fn read_sqlite_log(
+    env: Env,
+    path: String,
+    id: String,
+) -> Result<StorePromise<StoredLog, LoadReport>> {
+    call(&env, || {
+        Ok(task(false, report, move || {
+            inspect::read_sqlite(&path, &id)
+        }))
+    })
 }
 
 /// Read one session of a PostgreSQL store read-only (no lease, no repair
 /// written), with the load repair in memory.
 #[napi(js_name = "readPostgresLog", ts_return_type = "Promise<LoadReport>")]
 pub fn read_postgres_log(
+    env: Env,
     url: String,
     schema: String,
     id: String,
-) -> StorePromise<StoredLog, LoadReport> {
-    task(true, report, move || {
-        inspect::read_postgres(url, schema, &id)
+) -> Result<StorePromise<StoredLog, LoadReport>> {
+    call(&env, || {
+        Ok(task(true, report, move || {
+            inspect::read_postgres(url, schema, &id)
+        }))
     })
 }
 
 /// The session headers of a SQLite database, read-only: `[header, ...]`
 /// as JSON text.
 #[napi(js_name = "listSqliteSessions", ts_return_type = "Promise<string>")]
-pub fn list_sqlite_sessions(path: String) -> StorePromise<String, String> {
-    task(false, same, move || {
-        inspect::list_sqlite(&path).map(headers_json)
+pub fn list_sqlite_sessions(env: Env, path: String) -> Result<StorePromise<String, String>> {
+    call(&env, || {
+        Ok(task(false, same, move || {
+            inspect::list_sqlite(&path).map(headers_json)
+        }))
     })
 }
 
 /// The session headers of a PostgreSQL store, read-only: `[header, ...]`
 /// as JSON text.
 #[napi(js_name = "listPostgresSessions", ts_return_type = "Promise<string>")]
-pub fn list_postgres_sessions(url: String, schema: String) -> StorePromise<String, String> {
-    task(true, same, move || {
-        inspect::list_postgres(url, schema).map(headers_json)
+pub fn list_postgres_sessions(
+    env: Env,
+    url: String,
+    schema: String,
+) -> Result<StorePromise<String, String>> {
+    call(&env, || {
+        Ok(task(true, same, move || {
+            inspect::list_postgres(url, schema).map(headers_json)
+        }))
     })
 }
 
@@ -144,16 +178,23 @@ pub fn list_postgres_sessions(url: String, schema: String) -> StorePromise<Strin
 /// seen without taking it; null when it is free or cannot be seen. `kind`
 /// is `jsonl` (`path` the log) or `sqlite` (`path` the database, `id`).
 #[napi(js_name = "sessionLeaseHolder")]
-pub fn session_lease_holder(kind: String, path: String, id: String) -> Option<u32> {
-    let session = match kind.as_str() {
-        "jsonl" => Leased::Jsonl {
-            log: Path::new(&path),
-        },
-        "sqlite" => Leased::Sqlite {
-            database: &path,
-            id: &id,
-        },
-        _ => return None,
-    };
-    inspect::lease_holder(&session)
+pub fn session_lease_holder(
+    env: Env,
+    kind: String,
+    path: String,
+    id: String,
+) -> Result<Option<u32>> {
+    call(&env, || {
+        let session = match kind.as_str() {
+            "jsonl" => Leased::Jsonl {
+                log: Path::new(&path),
+            },
+            "sqlite" => Leased::Sqlite {
+                database: &path,
+                id: &id,
+            },
+            _ => return Ok(None),
+        };
+        Ok(inspect::lease_holder(&session))
+    })
 }

@@ -25,48 +25,59 @@ impl InvariantTrace {
     /// A trace over a seed (a JSON array of events); throws the first violation.
     #[napi(factory, js_name = "fromEventsJson")]
     pub fn from_events_json(env: Env, json: String) -> Result<InvariantTrace> {
-        let mut trace = Trace::new();
-        call(&env, || trace.extend_json(&json))?;
-        Ok(InvariantTrace {
-            trace,
-            staged: None,
+        call(&env, || {
+            let mut trace = Trace::new();
+            trace.extend_json(&json)?;
+            Ok(InvariantTrace {
+                trace,
+                staged: None,
+            })
         })
     }
 
     /// Validate the next event (its JSON text) and stage it; throws a violation.
     #[napi]
     pub fn check(&mut self, env: Env, event_json: String) -> Result<()> {
-        self.staged = None;
-        let t = call(&env, || self.trace.validate(&event_json))?;
-        self.staged = Some(t);
-        Ok(())
+        call(&env, || {
+            self.staged = None;
+            self.staged = Some(self.trace.validate(&event_json)?);
+            Ok(())
+        })
     }
 
     /// Apply the staged event (its append committed).
     #[napi]
-    pub fn commit(&mut self) {
-        if let Some(t) = self.staged.take() {
-            self.trace.apply(t);
-        }
+    pub fn commit(&mut self, env: Env) -> Result<()> {
+        call(&env, || {
+            if let Some(t) = self.staged.take() {
+                self.trace.apply(t);
+            }
+            Ok(())
+        })
     }
 
     /// Drop the staged event (its append was rejected).
     #[napi]
-    pub fn discard(&mut self) {
-        self.staged = None;
+    pub fn discard(&mut self, env: Env) -> Result<()> {
+        call(&env, || {
+            self.staged = None;
+            Ok(())
+        })
     }
 
     /// Validate and commit a JSON array of events in order, up to the first
     /// violation (thrown); `length` then says how many were accepted.
     #[napi]
     pub fn extend(&mut self, env: Env, events_json: String) -> Result<()> {
-        self.staged = None;
-        call(&env, || self.trace.extend_json(&events_json))
+        call(&env, || {
+            self.staged = None;
+            self.trace.extend_json(&events_json)
+        })
     }
 
     /// How many events the trace has accepted.
     #[napi(getter)]
-    pub fn length(&self) -> u32 {
-        self.trace.len() as u32
+    pub fn length(&self, env: Env) -> Result<u32> {
+        call(&env, || Ok(self.trace.len() as u32))
     }
 }

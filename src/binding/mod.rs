@@ -13,7 +13,7 @@ pub mod session;
 pub mod store;
 mod threads;
 
-use crate::error::{Code, CoreError, CoreResult};
+use crate::error::{CoreError, CoreResult};
 use napi::bindgen_prelude::{JsObjectValue, Object};
 use napi::{Env, JsError, JsValue, Status};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -44,17 +44,20 @@ pub fn call<T>(env: &Env, f: impl FnOnce() -> CoreResult<T>) -> napi::Result<T> 
     guarded("the native call", f).map_err(|e| js_error(env, &e))
 }
 
+/// Run `f`, a conversion napi calls (a `ToNapiValue`) with the JS thread's
+/// environment `raw`: a panic as an `INTERNAL` error, as in `call`.
+pub fn converting<T>(
+    raw: napi::sys::napi_env,
+    f: impl FnOnce() -> napi::Result<T>,
+) -> napi::Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let e = CoreError::panicked("the native call", &*panic);
+        Err(js_error(&Env::from_raw(raw), &e))
+    })
+}
+
 /// `f`'s result, or an `INTERNAL` error naming `what` when it panicked.
 pub fn guarded<T>(what: &str, f: impl FnOnce() -> CoreResult<T>) -> CoreResult<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        Err(CoreError::new(
-            Code::Internal,
-            format!("{what} failed inside dsh-session-native (a bug): {why}"),
-        ))
-    })
+    catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(CoreError::panicked(what, &*panic)))
 }

@@ -27,6 +27,17 @@ impl From<PayloadBatch> for BatchOut {
 
 impl ToNapiValue for BatchOut {
     unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        super::converting(raw, || unsafe { val.into_js(raw) })
+    }
+}
+
+impl BatchOut {
+    /// The batch as a JS object (see `BatchOut`).
+    ///
+    /// # Safety
+    /// `raw` is the JS thread's environment, during a call.
+    unsafe fn into_js(self, raw: napi::sys::napi_env) -> Result<napi::sys::napi_value> {
+        let val = self;
         let env = Env::from_raw(raw);
         let PayloadBatch { seqs, json, holes } = val.0;
         let mut out = Object::new(&env)?;
@@ -81,8 +92,10 @@ unsafe fn external_string(env: sys::napi_env, units: Arc<Units>) -> Result<sys::
         _data: *mut c_void,
         hint: *mut c_void,
     ) {
-        // SAFETY: `hint` is the box made below, given to V8 once.
-        drop(unsafe { Box::from_raw(hint.cast::<Arc<Units>>()) });
+        // SAFETY: `hint` is the box made below, given to V8 once. A
+        // finalizer must not unwind into V8.
+        let _ =
+            std::panic::catch_unwind(|| drop(unsafe { Box::from_raw(hint.cast::<Arc<Units>>()) }));
     }
     let hint = Box::into_raw(Box::new(units));
     let mut value = std::ptr::null_mut();

@@ -7,6 +7,7 @@ use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
+use crate::threads::{self, Priority};
 use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -45,11 +46,17 @@ pub struct FlushSource {
     pub(crate) prefix: std::sync::Arc<crate::log::Texts>,
 }
 
-/// The helper thread that checks a long seed's slices while JS copies the
-/// next ones; it owns the log until `finishSeed` takes it back.
-struct Seeder {
-    slices: mpsc::Sender<String>,
-    thread: std::thread::JoinHandle<(Log, CoreResult<()>)>,
+/// How a long seed's slices are checked (`seedJsonAsync`).
+enum Seeder {
+    /// By a helper thread while JS copies the next ones; it owns the log
+    /// until `finishSeed` takes it back.
+    Thread {
+        slices: mpsc::Sender<String>,
+        thread: std::thread::JoinHandle<(Log, CoreResult<()>)>,
+    },
+    /// No thread could start: each slice is checked as it comes, on the
+    /// calling thread, until the first error, which `finishSeed` throws.
+    Here(CoreResult<()>),
 }
 
 #[napi]
@@ -89,47 +96,36 @@ impl NativeSession {
     /// while JS prepares the next one. `finishSeed` waits for the helper
     /// and throws the first error; no other call may come in between.
     #[napi(js_name = "seedJsonAsync")]
-    pub fn seed_json_async(&mut self, events: String) {
-        let seeder = self.seeder.get_or_insert_with(|| {
-            let header = self.log.header().clone();
-            let mut log = std::mem::replace(&mut self.log, Log::new(header));
-            let (slices, queue) = mpsc::channel::<String>();
-            let thread = std::thread::spawn(move || {
-                crate::log::lower_priority();
-                // This thread has the time to compress as blocks fill up.
-                log.compress_as_filled(true);
-                let mut result = Ok(());
-                for slice in queue {
-                    if result.is_ok() {
-                        result = guarded("checking a seed", || log.seed_json_array(&slice));
-                    }
+    pub fn seed_json_async(&mut self, env: Env, events: String) -> Result<()> {
+        call(&env, || {
+            if self.seeder.is_none() {
+                self.seeder = Some(self.start_seeder());
+            }
+            match &mut self.seeder {
+                // A helper that is gone has failed: `finishSeed` reports how.
+                Some(Seeder::Thread { slices, .. }) => drop(slices.send(events)),
+                Some(Seeder::Here(result)) if result.is_ok() => {
+                    *result = self.log.seed_json_array(&events);
                 }
-                log.compress_as_filled(false);
-                (log, result)
-            });
-            Seeder { slices, thread }
-        });
-        // A helper that is gone has failed: `finishSeed` reports how.
-        let _ = seeder.slices.send(events);
+                _ => {}
+            }
+            Ok(())
+        })
     }
 
     /// Wait for the seed helper (if any) and take the log back; throws the
     /// first error it found.
     #[napi(js_name = "finishSeed")]
     pub fn finish_seed(&mut self, env: Env) -> Result<()> {
-        let Some(Seeder { slices, thread }) = self.seeder.take() else {
-            return Ok(());
-        };
-        drop(slices);
-        call(&env, || match thread.join() {
-            Ok((log, result)) => {
+        call(&env, || match self.seeder.take() {
+            Some(Seeder::Thread { slices, thread }) => {
+                drop(slices);
+                let (log, result) = threads::joined(thread.join(), "the seed helper thread")?;
                 self.log = log;
                 result
             }
-            Err(_) => Err(CoreError::new(
-                Code::Internal,
-                "the seed helper thread failed inside dsh-session-native (a bug)",
-            )),
+            Some(Seeder::Here(result)) => result,
+            None => Ok(()),
         })
     }
 
@@ -161,46 +157,56 @@ impl NativeSession {
     /// Take what the compressor a read started has finished, if it has
     /// (never waits; `deriveMessages()` calls it at each model step).
     #[napi]
-    pub fn settle(&mut self) {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
+    pub fn settle(&mut self, env: Env) -> Result<()> {
+        call(&env, || {
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
+            Ok(())
+        })
     }
 
     #[napi(getter)]
-    pub fn length(&self) -> u32 {
-        self.log.len() as u32
+    pub fn length(&self, env: Env) -> Result<u32> {
+        call(&env, || Ok(self.log.len() as u32))
     }
 
     #[napi(getter)]
-    pub fn token(&self) -> f64 {
-        self.token as f64
+    pub fn token(&self, env: Env) -> Result<f64> {
+        call(&env, || Ok(self.token as f64))
     }
 
     /// Take `from`'s token (this session continues `from`'s log, whole);
     /// `from` gets a new one.
     #[napi(js_name = "takeToken")]
-    pub fn take_token(&mut self, from: &mut NativeSession) {
-        self.token = std::mem::replace(&mut from.token, new_token());
+    pub fn take_token(&mut self, env: Env, from: &mut NativeSession) -> Result<()> {
+        call(&env, || {
+            self.token = std::mem::replace(&mut from.token, new_token());
+            Ok(())
+        })
     }
 
     /// What a store's flush reads of this session (see `FlushSource`).
     #[napi(js_name = "flushSource")]
-    pub fn flush_source(&self) -> FlushSource {
-        FlushSource {
-            token: self.token,
-            header: self.log.header().clone(),
-            prefix: self.log.shared_texts(),
-        }
+    pub fn flush_source(&self, env: Env) -> Result<FlushSource> {
+        call(&env, || {
+            Ok(FlushSource {
+                token: self.token,
+                header: self.log.header().clone(),
+                prefix: self.log.shared_texts(),
+            })
+        })
     }
 
     /// Whether event `seq` of the log's texts is a `turn/end`.
     #[napi(js_name = "isTurnEnd")]
-    pub fn is_turn_end(&self, seq: u32) -> bool {
-        self.log.meta(seq as usize).map(|m| m.kind) == Some(crate::event::Kind::TurnEnd)
+    pub fn is_turn_end(&self, env: Env, seq: u32) -> Result<bool> {
+        call(&env, || {
+            Ok(self.log.meta(seq as usize).map(|m| m.kind) == Some(crate::event::Kind::TurnEnd))
+        })
     }
 
     #[napi(js_name = "headerJson")]
-    pub fn header_json(&self) -> String {
-        self.log.header().json()
+    pub fn header_json(&self, env: Env) -> Result<String> {
+        call(&env, || Ok(self.log.header().json()))
     }
 
     /// Validate and commit one live append. Returns the surface effect, 0
@@ -215,11 +221,13 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let p = call(&env, || self.validate(&ty, seq, surface_meta, data))?;
-        let effect = p.effect();
-        self.log.commit_prepared(p);
-        Ok(effect)
+        call(&env, || {
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
+            let p = self.validate(&ty, seq, surface_meta, data)?;
+            let effect = p.effect();
+            self.log.commit_prepared(p);
+            Ok(effect)
+        })
     }
 
     /// Validate one live append and hold it until `commitPrepared` or
@@ -233,58 +241,72 @@ impl NativeSession {
         surface_meta: Option<String>,
         data: Option<String>,
     ) -> Result<u32> {
-        let p = call(&env, || self.validate(&ty, seq, surface_meta, data))?;
-        let effect = p.effect();
-        self.prepared = Some(p);
-        Ok(effect)
+        call(&env, || {
+            let p = self.validate(&ty, seq, surface_meta, data)?;
+            let effect = p.effect();
+            self.prepared = Some(p);
+            Ok(effect)
+        })
     }
 
     #[napi(js_name = "commitPrepared")]
-    pub fn commit_prepared(&mut self) -> bool {
-        match self.prepared.take() {
-            Some(p) => {
-                self.log.commit_prepared(p);
-                true
-            }
-            None => false,
-        }
+    pub fn commit_prepared(&mut self, env: Env) -> Result<bool> {
+        call(&env, || {
+            Ok(match self.prepared.take() {
+                Some(p) => {
+                    self.log.commit_prepared(p);
+                    true
+                }
+                None => false,
+            })
+        })
     }
 
     #[napi(js_name = "discardPrepared")]
-    pub fn discard_prepared(&mut self) {
-        self.prepared = None;
+    pub fn discard_prepared(&mut self, env: Env) -> Result<()> {
+        call(&env, || {
+            self.prepared = None;
+            Ok(())
+        })
     }
 
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
-    pub fn surface_eligible_types() -> Vec<String> {
-        crate::event::SURFACE_ELIGIBLE
-            .iter()
-            .filter_map(|k| k.name())
-            .map(str::to_string)
-            .collect()
+    pub fn surface_eligible_types(env: Env) -> Result<Vec<String>> {
+        call(&env, || {
+            Ok(crate::event::SURFACE_ELIGIBLE
+                .iter()
+                .filter_map(|k| k.name())
+                .map(str::to_string)
+                .collect())
+        })
     }
 
     #[napi(js_name = "surfaceNodes")]
-    pub fn surface_nodes(&self) -> Vec<f64> {
-        self.log
-            .surface()
-            .nodes()
-            .iter()
-            .map(|&n| n as f64)
-            .collect()
+    pub fn surface_nodes(&self, env: Env) -> Result<Vec<f64>> {
+        call(&env, || {
+            Ok(self
+                .log
+                .surface()
+                .nodes()
+                .iter()
+                .map(|&n| n as f64)
+                .collect())
+        })
     }
 
     #[napi(getter, js_name = "replaceGeneration")]
-    pub fn replace_generation(&self) -> f64 {
-        self.log.surface().generation() as f64
+    pub fn replace_generation(&self, env: Env) -> Result<f64> {
+        call(&env, || Ok(self.log.surface().generation() as f64))
     }
 
     /// `[startIdx, endIdx]` of the last replacement.
     #[napi(js_name = "lastReplace")]
-    pub fn last_replace(&self) -> Vec<u32> {
-        let (a, b) = self.log.last_replace();
-        vec![a as u32, b as u32]
+    pub fn last_replace(&self, env: Env) -> Result<Vec<u32>> {
+        call(&env, || {
+            let (a, b) = self.log.last_replace();
+            Ok(vec![a as u32, b as u32])
+        })
     }
 
     /// Events `from..to` as one JSON array; those in `held` (ascending
@@ -298,9 +320,9 @@ impl NativeSession {
         to: u32,
         held: Option<Uint32Array>,
     ) -> Result<String> {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let held = held.as_deref().unwrap_or_default();
         call(&env, || {
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
+            let held = held.as_deref().unwrap_or_default();
             self.log.events_json(from as usize, to as usize, held)
         })
     }
@@ -317,13 +339,12 @@ impl NativeSession {
         seqs: Uint32Array,
         lift_min: Option<u32>,
     ) -> Result<BatchOut> {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let picks = self.log.payload_picks(&seqs);
-        let lift_min = lift_bound(lift_min);
         call(&env, || {
-            crate::log::payloads(&self.log.texts, &picks, lift_min)
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
+            let picks = self.log.payload_picks(&seqs);
+            let lift_min = lift_bound(lift_min);
+            crate::log::payloads(&self.log.texts, &picks, lift_min).map(BatchOut::from)
         })
-        .map(BatchOut::from)
     }
 
     /// `payloads` read on the libuv pool (a store's `open` reads its first
@@ -334,14 +355,19 @@ impl NativeSession {
     )]
     pub fn payloads_lifted(
         &mut self,
+        env: Env,
         seqs: Uint32Array,
         lift_min: Option<u32>,
-    ) -> crate::binding::store::StorePromise<crate::log::PayloadBatch, BatchOut> {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
-        let (texts, picks) = (self.log.shared_texts(), self.log.payload_picks(&seqs));
-        let lift_min = lift_bound(lift_min);
-        crate::binding::store::task(false, BatchOut::from, move || {
-            crate::log::payloads(&texts, &picks, lift_min)
+    ) -> Result<crate::binding::store::StorePromise<crate::log::PayloadBatch, BatchOut>> {
+        call(&env, || {
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
+            let (texts, picks) = (self.log.shared_texts(), self.log.payload_picks(&seqs));
+            let lift_min = lift_bound(lift_min);
+            Ok(crate::binding::store::task(
+                false,
+                BatchOut::from,
+                move || crate::log::payloads(&texts, &picks, lift_min),
+            ))
         })
     }
 
@@ -349,30 +375,16 @@ impl NativeSession {
     /// each (a run holds one text at least): the end index of each run.
     /// (`store.open` parses the first derive's payloads a run per step.)
     #[napi(js_name = "runEnds")]
-    pub fn run_ends(&self, seqs: Uint32Array, max_bytes: u32) -> Vec<u32> {
-        let mut ends = Vec::new();
-        let mut bytes = 0usize;
-        for (i, &seq) in seqs.iter().enumerate() {
-            let seq = seq as usize;
-            let len = if seq < self.log.texts_len() {
-                self.log.texts_bytes(seq, seq + 1)
-            } else {
-                0
-            };
-            if bytes > 0 && bytes + len > max_bytes as usize {
-                ends.push(i as u32);
-                bytes = 0;
-            }
-            bytes += len;
-        }
-        ends.push(seqs.len() as u32);
-        ends
+    pub fn run_ends(&self, env: Env, seqs: Uint32Array, max_bytes: u32) -> Result<Vec<u32>> {
+        call(&env, || Ok(self.runs(&seqs, max_bytes)))
     }
 
     /// Seq of the latest `request/header` (the header fold), or -1.
     #[napi(getter, js_name = "requestHeaderSeq")]
-    pub fn request_header_seq(&self) -> f64 {
-        self.log.request_header_seq().map_or(-1.0, |s| s as f64)
+    pub fn request_header_seq(&self, env: Env) -> Result<f64> {
+        call(&env, || {
+            Ok(self.log.request_header_seq().map_or(-1.0, |s| s as f64))
+        })
     }
 
     /// The header line and the texts the log holds, as JSONL (a live
@@ -380,8 +392,8 @@ impl NativeSession {
     /// more than `maxLength` bytes (what a JS string can hold).
     #[napi(js_name = "toJsonl")]
     pub fn jsonl(&mut self, env: Env, max_length: f64) -> Result<String> {
-        self.log.compress_texts(COMPRESS_MIN_BYTES);
         call(&env, || {
+            self.log.compress_texts(COMPRESS_MIN_BYTES);
             let bytes = self.log.jsonl_bytes();
             if bytes as f64 > max_length {
                 return Err(too_large(self.log.header().id(), bytes));
@@ -414,6 +426,57 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// `runEnds`.
+    fn runs(&self, seqs: &[u32], max_bytes: u32) -> Vec<u32> {
+        let mut ends = Vec::new();
+        let mut bytes = 0usize;
+        for (i, &seq) in seqs.iter().enumerate() {
+            let seq = seq as usize;
+            let len = if seq < self.log.texts_len() {
+                self.log.texts_bytes(seq, seq + 1)
+            } else {
+                0
+            };
+            if bytes > 0 && bytes + len > max_bytes as usize {
+                ends.push(i as u32);
+                bytes = 0;
+            }
+            bytes += len;
+        }
+        ends.push(seqs.len() as u32);
+        ends
+    }
+
+    /// The seed helper, which takes the log; when no thread can start, the
+    /// log stays and the slices are checked here.
+    fn start_seeder(&mut self) -> Seeder {
+        let header = self.log.header().clone();
+        let mut log = std::mem::replace(&mut self.log, Log::new(header));
+        let (slices, queue) = mpsc::channel::<String>();
+        let work = move || {
+            // This thread has the time to compress as blocks fill up.
+            log.compress_as_filled(true);
+            let mut result = Ok(());
+            for slice in queue {
+                if result.is_ok() {
+                    result = guarded("checking a seed", || log.seed_json_array(&slice));
+                }
+            }
+            log.compress_as_filled(false);
+            (log, result)
+        };
+        match threads::detached("dsh-seed", Priority::Low, work) {
+            Ok(thread) => Seeder::Thread { slices, thread },
+            Err(not_started) => {
+                // With no slice queued, the work gives the log straight back.
+                drop(slices);
+                let (log, result) = (not_started.work)();
+                self.log = log;
+                Seeder::Here(result)
+            }
+        }
+    }
+
     /// The checks `append` and `prepare` share; nothing is held or changed.
     fn validate(
         &self,
@@ -448,27 +511,30 @@ pub(crate) fn too_large(id: &str, bytes: usize) -> CoreError {
 /// written.
 #[napi(js_name = "writeJsonl", ts_return_type = "Promise<number>")]
 pub fn write_jsonl(
+    env: Env,
     source: &FlushSource,
     path: String,
     live: Vec<Buffer>,
-) -> super::store::StorePromise<f64, f64> {
-    let (header, prefix) = (source.header.clone(), source.prefix.clone());
-    super::store::task(false, super::store::same, move || {
-        use std::io::Write;
-        let path = std::path::PathBuf::from(path);
-        let file =
-            std::fs::File::create(&path).map_err(|e| CoreError::io("cannot create", &path, e))?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        let mut bytes = crate::log::write_jsonl(&header, &prefix, &mut out)
-            .map_err(|e| e.map_message(|m| format!("{m} (\"{}\")", path.display())))?;
-        for part in &live {
-            out.write_all(part)
+) -> Result<super::store::StorePromise<f64, f64>> {
+    call(&env, || {
+        let (header, prefix) = (source.header.clone(), source.prefix.clone());
+        Ok(super::store::task(false, super::store::same, move || {
+            use std::io::Write;
+            let path = std::path::PathBuf::from(path);
+            let file = std::fs::File::create(&path)
+                .map_err(|e| CoreError::io("cannot create", &path, e))?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let mut bytes = crate::log::write_jsonl(&header, &prefix, &mut out)
+                .map_err(|e| e.map_message(|m| format!("{m} (\"{}\")", path.display())))?;
+            for part in &live {
+                out.write_all(part)
+                    .map_err(|e| CoreError::io("cannot write", &path, e))?;
+                bytes += part.len();
+            }
+            out.flush()
                 .map_err(|e| CoreError::io("cannot write", &path, e))?;
-            bytes += part.len();
-        }
-        out.flush()
-            .map_err(|e| CoreError::io("cannot write", &path, e))?;
-        Ok(bytes as f64)
+            Ok(bytes as f64)
+        }))
     })
 }
 
@@ -518,44 +584,53 @@ impl JsonlReading {
     /// A reading whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
     /// tests lift short strings).
     #[napi(constructor)]
-    pub fn new(lift_min: Option<u32>) -> Self {
-        let lift_min = lift_bound(lift_min);
-        JsonlReading {
-            reading: Some(crate::log::JsonlReading::lifting(lift_min)),
-        }
+    pub fn new(env: Env, lift_min: Option<u32>) -> Result<Self> {
+        call(&env, || {
+            Ok(JsonlReading {
+                reading: Some(crate::log::JsonlReading::lifting(lift_bound(lift_min))),
+            })
+        })
     }
 
     /// A reading of the caller's whole log, read where it is: the log
     /// takes its texts compressed and makes no copy of them, and holds
     /// `bytes` (which must not change meanwhile) until `finish`.
     #[napi(factory, js_name = "ofBuffer")]
-    pub fn of_buffer(bytes: Buffer, lift_min: Option<u32>) -> Self {
-        let lift_min = lift_bound(lift_min);
-        JsonlReading {
-            reading: Some(crate::log::JsonlReading::of_owner(
-                Box::new(bytes),
-                lift_min,
-            )),
-        }
+    pub fn of_buffer(env: Env, bytes: Buffer, lift_min: Option<u32>) -> Result<Self> {
+        call(&env, || {
+            let lift_min = lift_bound(lift_min);
+            Ok(JsonlReading {
+                reading: Some(crate::log::JsonlReading::of_owner(
+                    Box::new(bytes),
+                    lift_min,
+                )),
+            })
+        })
     }
 
     /// Append `bytes[0..length]` (cut anywhere) to the log; the bytes are
     /// copied.
     #[napi]
-    pub fn push(&mut self, bytes: Buffer, length: u32) {
-        if let Some(reading) = self.reading.as_mut() {
-            reading.push(&bytes[..(length as usize).min(bytes.len())]);
-        }
+    pub fn push(&mut self, env: Env, bytes: Buffer, length: u32) -> Result<()> {
+        call(&env, || {
+            if let Some(reading) = self.reading.as_mut() {
+                reading.push(&bytes[..(length as usize).min(bytes.len())]);
+            }
+            Ok(())
+        })
     }
 
     /// The next batch of payloads (waiting for it), or null once the read
     /// is over: `{ seqs, json, holes }` (see `payloadsLifted`).
     #[napi(ts_return_type = "{ seqs: Uint32Array, json: string, holes: unknown[] } | null")]
-    pub fn next(&mut self) -> Option<BatchOut> {
-        self.reading
-            .as_mut()
-            .and_then(|r| r.next_batch())
-            .map(BatchOut::from)
+    pub fn next(&mut self, env: Env) -> Result<Option<BatchOut>> {
+        call(&env, || {
+            Ok(self
+                .reading
+                .as_mut()
+                .and_then(|r| r.next_batch())
+                .map(BatchOut::from))
+        })
     }
 
     /// The session read (waiting for the read); a defect throws with its

@@ -8,7 +8,7 @@
 use super::payloads::{lift_bound, BatchOut};
 use super::session::{new_token, FlushSource, NativeSession};
 use super::threads;
-use super::{call, guarded, js_error};
+use super::{call, converting, guarded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{Handing, Log, PayloadBatch};
 use crate::session_header::SessionHeader;
@@ -40,6 +40,16 @@ pub struct StorePromise<O: Send + 'static, J> {
 
 impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> ToNapiValue for StorePromise<O, J> {
     unsafe fn to_napi_value(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
+        converting(raw, || unsafe { StorePromise::start(raw, val) })
+    }
+}
+
+impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> StorePromise<O, J> {
+    /// The promise of the operation, started.
+    ///
+    /// # Safety
+    /// `raw` is the JS thread's environment, during a call.
+    unsafe fn start(raw: napi::sys::napi_env, val: Self) -> Result<napi::sys::napi_value> {
         let StorePromise {
             mut task,
             own_thread,
@@ -57,10 +67,7 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> ToNapiValue for Sto
         let convert = task.convert;
         let job: Box<dyn FnOnce() + Send> = Box::new(move || {
             let out = guarded("a store operation", work);
-            deferred.resolve(Box::new(move |env: Env| match out {
-                Ok(o) => Ok(convert(o)),
-                Err(e) => Err(js_error(&env, &e)),
-            }));
+            deferred.resolve(Box::new(move |env: Env| call(&env, || out.map(convert))));
         });
         if let Err(job) = threads::spawn(job) {
             // No thread could be started: the libuv pool runs it.
@@ -89,7 +96,12 @@ impl Task for Detached {
 
     fn compute(&mut self) -> Result<()> {
         if let Some(job) = self.0.take() {
-            job();
+            // The job settles its promise; a panic around that is a bug
+            // that must not cross into Node.
+            let _ = guarded("a store operation", || {
+                job();
+                Ok(())
+            });
         }
         Ok(())
     }
@@ -137,13 +149,14 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
         })
     }
 
-    fn resolve(&mut self, _env: Env, output: O) -> Result<J> {
-        Ok((self.convert)(output))
+    fn resolve(&mut self, env: Env, output: O) -> Result<J> {
+        let convert = self.convert;
+        call(&env, || Ok(convert(output)))
     }
 
     fn reject(&mut self, env: Env, err: napi::Error) -> Result<J> {
         match self.failure.take() {
-            Some(e) => Err(js_error(&env, &e)),
+            Some(e) => call(&env, || Err(e)),
             None => Err(err),
         }
     }
@@ -155,7 +168,7 @@ fn at_low_priority<T: Send>(
     key: &Key,
     load: impl FnOnce() -> CoreResult<T> + Send,
 ) -> CoreResult<T> {
-    crate::log::at_low_priority(|| guarded("loading a session", load)).unwrap_or_else(|| {
+    crate::threads::at_low_priority(|| guarded("loading a session", load)).unwrap_or_else(|| {
         Err(CoreError::new(
             Code::Internal,
             format!(
@@ -200,13 +213,15 @@ fn key(id: String) -> Key {
 impl NativeStore {
     /// A JSONL store under `root` (nothing is touched until an operation).
     #[napi(factory)]
-    pub fn jsonl(root: String) -> NativeStore {
-        let store = Arc::new(Store::new(JsonlBackend::new(PathBuf::from(root))));
-        NativeStore {
-            store: store.clone(),
-            jsonl: Some(store),
-            own_threads: false,
-        }
+    pub fn jsonl(env: Env, root: String) -> Result<NativeStore> {
+        call(&env, || {
+            let store = Arc::new(Store::new(JsonlBackend::new(PathBuf::from(root))));
+            Ok(NativeStore {
+                store: store.clone(),
+                jsonl: Some(store),
+                own_threads: false,
+            })
+        })
     }
 
     /// A SQLite store on `path` (or `:memory:`); the database opens on first use.
@@ -270,19 +285,23 @@ impl NativeStore {
         id: String,
         header_json: String,
     ) -> Result<StorePromise<(), ()>> {
-        let header = call(&env, || SessionHeader::from_json(&id, &header_json))?;
-        let store = self.store.clone();
-        Ok(task(self.own_threads, same, move || {
-            store.create(&key(id), header)
-        }))
+        call(&env, || {
+            let header = SessionHeader::from_json(&id, &header_json)?;
+            let store = self.store.clone();
+            Ok(task(self.own_threads, same, move || {
+                store.create(&key(id), header)
+            }))
+        })
     }
 
     /// Append one batch (a JSON array of snapshotted events) durably.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn append(&self, id: String, batch_json: String) -> StorePromise<(), ()> {
-        let store = self.store.clone();
-        task(self.own_threads, same, move || {
-            store.append(&key(id), &batch_json)
+    pub fn append(&self, env: Env, id: String, batch_json: String) -> Result<StorePromise<(), ()>> {
+        call(&env, || {
+            let store = self.store.clone();
+            Ok(task(self.own_threads, same, move || {
+                store.append(&key(id), &batch_json)
+            }))
         })
     }
 
@@ -290,12 +309,19 @@ impl NativeStore {
     /// With `writer`, the load must take the session's write lease (it
     /// rejects with `SESSION_IN_USE` when another store holds it).
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn load(&self, id: String, writer: Option<bool>) -> StorePromise<String, String> {
-        let store = self.store.clone();
-        let writer = writer.unwrap_or(false);
-        task(self.own_threads, same, move || {
-            let key = key(id);
-            loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
+    pub fn load(
+        &self,
+        env: Env,
+        id: String,
+        writer: Option<bool>,
+    ) -> Result<StorePromise<String, String>> {
+        call(&env, || {
+            let store = self.store.clone();
+            let writer = writer.unwrap_or(false);
+            Ok(task(self.own_threads, same, move || {
+                let key = key(id);
+                loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
+            }))
         })
     }
 
@@ -308,38 +334,44 @@ impl NativeStore {
     #[napi(ts_return_type = "Promise<NativeSession>")]
     pub fn open(
         &self,
+        env: Env,
         id: String,
         channel: &PayloadChannel,
         writer: Option<bool>,
-    ) -> StorePromise<(Log, u64), NativeSession> {
-        let store = self.store.clone();
-        let writer = writer.unwrap_or(false);
-        let send = lock(&channel.send).take();
-        let lift_min = channel.lift_min;
-        task(
-            self.own_threads,
-            |(log, token)| NativeSession::with_token(log, token),
-            move || {
-                let key = key(id);
-                let token = new_token();
-                let log = at_low_priority(&key, || match send {
-                    Some(send) => Handing::new(send, lift_min)
-                        .during(|observe| store.open(&key, writer, token, observe)),
-                    None => store.open(&key, writer, token, None),
-                })?;
-                Ok((log, token))
-            },
-        )
+    ) -> Result<StorePromise<(Log, u64), NativeSession>> {
+        call(&env, || {
+            let store = self.store.clone();
+            let writer = writer.unwrap_or(false);
+            let send = lock(&channel.send).take();
+            let lift_min = channel.lift_min;
+            Ok(task(
+                self.own_threads,
+                |(log, token)| NativeSession::with_token(log, token),
+                move || {
+                    let key = key(id);
+                    let token = new_token();
+                    let log = at_low_priority(&key, || match send {
+                        Some(send) => Handing::new(send, lift_min)
+                            .during(|observe| store.open(&key, writer, token, observe)),
+                        None => store.open(&key, writer, token, None),
+                    })?;
+                    Ok((log, token))
+                },
+            ))
+        })
     }
 
     /// Where a flush of `native` starts: the stored length when this store
     /// knows its log is that session's prefix, else -1 (the flush then
     /// proves it from seq 0). No I/O.
     #[napi]
-    pub fn cursor(&self, id: String, native: &NativeSession) -> f64 {
-        self.store
-            .cursor(&id, native.token_value())
-            .map_or(-1.0, |c| c as f64)
+    pub fn cursor(&self, env: Env, id: String, native: &NativeSession) -> Result<f64> {
+        call(&env, || {
+            Ok(self
+                .store
+                .cursor(&id, native.token_value())
+                .map_or(-1.0, |c| c as f64))
+        })
     }
 
     /// Write a session's events `[stored length, to)` durably (`source`:
@@ -353,72 +385,80 @@ impl NativeStore {
     #[allow(clippy::too_many_arguments)]
     pub fn flush(
         &self,
+        env: Env,
         source: &FlushSource,
         id: String,
         start: f64,
         to: f64,
         live_from: f64,
         live: Vec<Buffer>,
-    ) -> StorePromise<f64, f64> {
-        let store = self.store.clone();
-        let (token, header, prefix) = (source.token, source.header.clone(), source.prefix.clone());
-        task(self.own_threads, same, move || {
-            let mut lines = String::with_capacity(live.iter().map(|b| b.len()).sum());
-            for part in &live {
-                lines.push_str(std::str::from_utf8(part).map_err(|_| {
-                    CoreError::new(Code::InvalidArgument, "event texts are not UTF-8")
-                })?);
-            }
-            drop(live);
-            let flushed = store.flush(
-                &key(id),
-                Flush {
-                    token,
-                    header,
-                    start: start as u64,
-                    to: to as u64,
-                    texts: SessionTexts {
-                        prefix,
-                        live_from: live_from as u64,
-                        live: lines,
+    ) -> Result<StorePromise<f64, f64>> {
+        call(&env, || {
+            let store = self.store.clone();
+            let (token, header, prefix) =
+                (source.token, source.header.clone(), source.prefix.clone());
+            Ok(task(self.own_threads, same, move || {
+                let mut lines = String::with_capacity(live.iter().map(|b| b.len()).sum());
+                for part in &live {
+                    lines.push_str(std::str::from_utf8(part).map_err(|_| {
+                        CoreError::new(Code::InvalidArgument, "event texts are not UTF-8")
+                    })?);
+                }
+                drop(live);
+                let flushed = store.flush(
+                    &key(id),
+                    Flush {
+                        token,
+                        header,
+                        start: start as u64,
+                        to: to as u64,
+                        texts: SessionTexts {
+                            prefix,
+                            live_from: live_from as u64,
+                            live: lines,
+                        },
                     },
-                },
-            )?;
-            Ok(match flushed {
-                Flushed::Wrote(n) => n as f64,
-                Flushed::FromStart => -1.0,
-            })
+                )?;
+                Ok(match flushed {
+                    Flushed::Wrote(n) => n as f64,
+                    Flushed::FromStart => -1.0,
+                })
+            }))
         })
     }
 
     /// Every stored header: `[{"file"?, "header"}]` as JSON text.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn list(&self) -> StorePromise<Vec<Listed>, String> {
-        let store = self.store.clone();
-        task(self.own_threads, listed_json, move || store.list())
+    pub fn list(&self, env: Env) -> Result<StorePromise<Vec<Listed>, String>> {
+        call(&env, || {
+            let store = self.store.clone();
+            Ok(task(self.own_threads, listed_json, move || store.list()))
+        })
     }
 
     /// The JSONL path of a session with this cwd and id (no I/O).
     #[napi]
     pub fn locate(&self, env: Env, cwd: Option<String>, id: String) -> Result<Option<String>> {
-        let Some(store) = &self.jsonl else {
-            return Ok(None);
-        };
-        let path = call(&env, || {
-            store
+        call(&env, || {
+            let Some(store) = &self.jsonl else {
+                return Ok(None);
+            };
+            let path = store
                 .backend()
-                .locate(cwd.as_deref(), &crate::store::jsonl::encode_id(&id))
-        })?;
-        Ok(Some(path.to_string_lossy().into_owned()))
+                .locate(cwd.as_deref(), &crate::store::jsonl::encode_id(&id))?;
+            Ok(Some(path.to_string_lossy().into_owned()))
+        })
     }
 
     /// Release files and the database; later operations reject.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn close(&self) -> StorePromise<(), ()> {
-        let store = self.store.clone();
-        task(self.own_threads, same, move || {
-            store.close();
-            Ok(())
+    pub fn close(&self, env: Env) -> Result<StorePromise<(), ()>> {
+        call(&env, || {
+            let store = self.store.clone();
+            Ok(task(self.own_threads, same, move || {
+                store.close();
+                Ok(())
+            }))
         })
     }
 }
@@ -438,13 +478,15 @@ impl PayloadChannel {
     /// A channel whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
     /// tests lift short strings).
     #[napi(constructor)]
-    pub fn new(lift_min: Option<u32>) -> Self {
-        let (send, receive) = mpsc::channel();
-        PayloadChannel {
-            lift_min: lift_bound(lift_min),
-            send: Mutex::new(Some(send)),
-            receive: Arc::new(Mutex::new(receive)),
-        }
+    pub fn new(env: Env, lift_min: Option<u32>) -> Result<Self> {
+        call(&env, || {
+            let (send, receive) = mpsc::channel();
+            Ok(PayloadChannel {
+                lift_min: lift_bound(lift_min),
+                send: Mutex::new(Some(send)),
+                receive: Arc::new(Mutex::new(receive)),
+            })
+        })
     }
 
     /// The next batch, waited for on the libuv pool: `{ seqs, json, holes }`
@@ -453,19 +495,21 @@ impl PayloadChannel {
     #[napi(
         ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] } | null>"
     )]
-    pub fn next(&self) -> StorePromise<Option<PayloadBatch>, Option<BatchOut>> {
-        let receive = self.receive.clone();
-        let taken = lock(&self.send).is_none();
-        task(
-            false,
-            |batch| batch.map(BatchOut::from),
-            move || {
-                Ok(if taken {
-                    lock(&receive).recv().ok()
-                } else {
-                    None
-                })
-            },
-        )
+    pub fn next(&self, env: Env) -> Result<StorePromise<Option<PayloadBatch>, Option<BatchOut>>> {
+        call(&env, || {
+            let receive = self.receive.clone();
+            let taken = lock(&self.send).is_none();
+            Ok(task(
+                false,
+                |batch: Option<PayloadBatch>| batch.map(BatchOut::from),
+                move || {
+                    Ok(if taken {
+                        lock(&receive).recv().ok()
+                    } else {
+                        None
+                    })
+                },
+            ))
+        })
     }
 }

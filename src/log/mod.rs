@@ -30,9 +30,6 @@ pub(crate) use read::{ArrivingPiece, Observe};
 pub(crate) use resume::{read_arriving, Cutter, PIECE_BYTES};
 pub use resume::{Handing, JsonlReading};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
-// Helper-thread priorities moved to their own module; the stores name them here.
-pub use crate::priority::at_low_priority;
-pub(crate) use crate::priority::lower_priority;
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, Kind, ReadError};

@@ -5,8 +5,8 @@ use super::texts::{Lifted, Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
-use crate::priority::lower_priority;
 use crate::session_header::SessionHeader;
+use crate::threads::{self, Priority};
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -63,9 +63,10 @@ pub enum Helper {
 }
 
 impl Helper {
-    fn start(self) {
-        if self == Helper::Background {
-            lower_priority();
+    fn priority(self) -> Priority {
+        match self {
+            Helper::Background => Priority::Low,
+            Helper::Awaited => Priority::Caller,
         }
     }
 }
@@ -131,16 +132,17 @@ pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepare
         let mut pieces = pieces;
         let later = pieces.split_off(at.max(1));
         std::thread::scope(|scope| {
-            let thread = scope.spawn(|| {
-                helper.start();
+            let thread = threads::scoped(scope, "dsh-read-half", helper.priority(), || {
                 later.into_iter().map(prepare).collect::<Vec<_>>()
             });
             let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
-            match thread.join() {
-                Ok(rest) => first.extend(rest),
+            match thread.map(|thread| thread.join()) {
+                Ok(Ok(rest)) => first.extend(rest),
                 // A panicking helper is a bug; its pieces are gone, so
                 // the log reads as corrupt rather than short.
-                Err(_) => first.push(Err(1)),
+                Ok(Err(_)) => first.push(Err(1)),
+                // No thread could start: its pieces are prepared here.
+                Err(not_started) => first.extend((not_started.work)()),
             }
             first
         })
@@ -238,14 +240,24 @@ fn take(
     let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
     std::thread::scope(|scope| {
         let later: Vec<_> = compressing
-            .map(|k| (k, scope.spawn(move || compress(k))))
+            .map(|k| {
+                let work = move || compress(k);
+                (
+                    k,
+                    threads::scoped(scope, "dsh-compress", Priority::Caller, work),
+                )
+            })
             .collect();
         if let Some(k) = first {
             compressed[k] = Some(compress(k));
         }
         for (k, thread) in later {
-            // A panicking thread is a bug; its text is then compressed here.
-            compressed[k] = Some(thread.join().unwrap_or_else(|_| compress(k)));
+            // A panicking thread is a bug, and a text no thread could
+            // start for is compressed here too.
+            compressed[k] = Some(match thread {
+                Ok(thread) => thread.join().unwrap_or_else(|_| compress(k)),
+                Err(not_started) => (not_started.work)(),
+            });
         }
     });
     // The others as a piece a read folds is taken (`Stream::piece`).
@@ -612,15 +624,16 @@ impl Log {
                 ends.1 = ends.0;
             };
             std::thread::scope(|scope| {
-                let thread = scope.spawn(|| {
-                    helper.start();
+                // No thread could start: this one claims every unit.
+                let thread = threads::scoped(scope, "dsh-read-back", helper.priority(), || {
                     let mut read_units = Vec::new();
                     while let Some(u) = claim(false) {
                         let (k, range) = &units[u];
                         read_units.push(range.clone().map(|i| read(*k, i)).collect::<Vec<_>>());
                     }
                     read_units
-                });
+                })
+                .ok();
                 let mut done = Ok(());
                 let mut next = 0;
                 while let Some(u) = claim(true) {
@@ -633,7 +646,7 @@ impl Log {
                     }
                 }
                 // A panicking reader is a bug; what it took is then read here.
-                let rest = thread.join().ok();
+                let rest = thread.and_then(|thread| thread.join().ok());
                 done?;
                 match rest {
                     Some(rest) => {

@@ -21,6 +21,7 @@ use super::texts::Lifted;
 use super::{Helper, Log};
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
+use crate::threads::{self, Priority};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -106,7 +107,7 @@ impl JsonlReading {
         }
         let (send, batches) = mpsc::channel();
         reading.batches = Some(batches);
-        reading.state = State::Reading(std::thread::spawn(move || {
+        let work = move || {
             let read = Handing::new(send, lift_min).during(|mut observe| {
                 let rest = prepare_all(borrowed_halves((*bytes).as_ref()), Helper::Awaited);
                 Stream::default()
@@ -114,7 +115,13 @@ impl JsonlReading {
                     .map_err(|(e, _)| e)
             });
             (read, Some(bytes))
-        }));
+        };
+        reading.state = match threads::detached("dsh-jsonl-read", Priority::Caller, work) {
+            Ok(thread) => State::Reading(thread),
+            // No thread could start: the log is read now, on this thread
+            // (its batches wait in the channel).
+            Err(not_started) => State::Read(Box::new((not_started.work)().0)),
+        };
         reading
     }
 
@@ -141,20 +148,34 @@ impl JsonlReading {
         }
     }
 
-    /// Send a piece to the reading thread, started with the first.
+    /// Send a piece to the reading thread, started with the first (a
+    /// thread that cannot start is the read's error, which `finish`
+    /// reports; later pieces are dropped).
     fn send(&mut self, piece: Vec<u8>) {
-        let pieces = self.pieces.get_or_insert_with(|| {
+        if self.pieces.is_none() {
+            if !matches!(self.state, State::Pushing) {
+                return;
+            }
             let (pieces, received) = mpsc::channel();
             let (send, batches) = mpsc::channel();
-            self.batches = Some(batches);
             let lift_min = self.lift_min;
-            self.state = State::Reading(std::thread::spawn(move || {
-                (read(received, send, lift_min), None)
-            }));
-            pieces
-        });
-        // A reading thread that is gone has failed: `finish` reports how.
-        let _ = pieces.send(piece);
+            let work = move || (read(received, send, lift_min), None);
+            match threads::detached("dsh-jsonl-read", Priority::Caller, work) {
+                Ok(thread) => {
+                    self.state = State::Reading(thread);
+                    self.batches = Some(batches);
+                    self.pieces = Some(pieces);
+                }
+                Err(not_started) => {
+                    self.state = State::Read(Box::new(Err(not_started.error())));
+                    return;
+                }
+            }
+        }
+        if let Some(pieces) = &self.pieces {
+            // A reading thread that is gone has failed: `finish` reports how.
+            let _ = pieces.send(piece);
+        }
     }
 
     /// The end of the log: the last piece goes to the reading thread, or the
@@ -164,6 +185,10 @@ impl JsonlReading {
             return;
         }
         let last = self.cutter.rest();
+        if !matches!(self.state, State::Pushing) && self.pieces.is_none() {
+            // No reading thread could start: `finish` reports it.
+            return;
+        }
         if self.pieces.is_none() {
             let read =
                 Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited).map_err(|(e, _)| e);
@@ -191,10 +216,8 @@ impl JsonlReading {
         let failed = |what: &str| CoreError::new(Code::Internal, what);
         match std::mem::replace(&mut self.state, State::Finished) {
             // The caller's log the thread borrowed is let go here.
-            State::Reading(thread) => thread.join().map_or_else(
-                |_| Err(failed("the JSONL reading thread failed")),
-                |(read, _)| read,
-            ),
+            State::Reading(thread) => threads::joined(thread.join(), "the JSONL reading thread")
+                .and_then(|(read, _)| read),
             State::Read(read) => *read,
             State::Pushing | State::Finished => Err(failed("the JSONL log was already taken")),
         }

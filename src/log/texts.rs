@@ -3,6 +3,7 @@
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::scan::{escape_units, Units};
+use crate::threads::{self, Priority};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -431,12 +432,16 @@ impl Texts {
         }
         // Only a read lifts strings, and its texts all wait here.
         let lifted = std::mem::take(&mut self.lifted);
-        self.compressing = Some(std::thread::spawn(move || {
-            crate::priority::lower_priority();
+        let compress = move || -> Compressed {
             work.into_iter()
                 .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts, &lifted)))
                 .collect()
-        }));
+        };
+        match threads::detached("dsh-compress", Priority::Low, compress) {
+            Ok(job) => self.compressing = Some(job),
+            // No thread could start: the blocks are compressed here.
+            Err(not_started) => self.take_compressed((not_started.work)()),
+        }
         false
     }
 
@@ -483,16 +488,15 @@ impl Texts {
         // pieces leave it fragmented and resident: the thread asks for the
         // free pages back too (the next load faults its pages in afresh).
         if !replaced.is_empty() {
-            let _ = std::thread::Builder::new()
-                .name("dsh-free".into())
-                .spawn(move || {
-                    drop(replaced);
-                    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-                    // SAFETY: malloc_trim only walks the allocator's own free lists.
-                    unsafe {
-                        libc::malloc_trim(0);
-                    }
-                });
+            // A thread that cannot start gives its work back, dropped here.
+            let _ = threads::detached("dsh-free", Priority::Low, move || {
+                drop(replaced);
+                #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                // SAFETY: malloc_trim only walks the allocator's own free lists.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            });
         }
     }
 

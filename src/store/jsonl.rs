@@ -15,6 +15,7 @@ use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{read_arriving, Cutter, Helper, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
+use crate::threads::{self, Priority};
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
@@ -426,10 +427,18 @@ fn read_folding(
         );
     }
     std::thread::scope(|scope| {
-        let reader = scope.spawn(move || {
-            crate::log::lower_priority();
-            read_pieces()
-        });
+        let reader = match threads::scoped(scope, "dsh-store-read", Priority::Low, read_pieces) {
+            Ok(reader) => reader,
+            Err(not_started) => {
+                // No thread could start: the file is read first, here (its
+                // pieces wait in the channel), then folded.
+                let produced = (not_started.work)();
+                return (
+                    read_arriving(&pieces, Helper::Background, &mut observe),
+                    produced,
+                );
+            }
+        };
         let read = read_arriving(&pieces, Helper::Background, &mut observe);
         let produced = reader
             .join()

@@ -9,6 +9,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
 use crate::log::{ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
+use crate::threads::{self, Priority};
 use serde_json::{Map, Value};
 use std::sync::mpsc;
 
@@ -374,14 +375,14 @@ pub(crate) fn read_spliced(
 ) -> CoreResult<(Option<Repaired>, usize)> {
     let (send, pieces) = mpsc::channel();
     let (spliced, folded, rows, whole) = std::thread::scope(|scope| {
-        let folding = scope.spawn(|| {
-            // Below the JS thread, as a read's helpers are: the splicing
-            // thread and this one would otherwise crowd it off two cores.
-            crate::log::lower_priority();
+        // Below the JS thread, as a read's helpers are: the splicing
+        // thread and this one would otherwise crowd it off two cores.
+        let fold = || {
             let verify =
                 |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
             Log::from_arriving(header.clone(), pieces, &verify, &mut observe)
-        });
+        };
+        let folding = threads::scoped(scope, "dsh-row-fold", Priority::Low, fold);
         let mut splicer = Splicer {
             piece: SplicedRows::new(),
             send,
@@ -393,10 +394,15 @@ pub(crate) fn read_spliced(
         let (rows, whole) = (splicer.rows, splicer.whole);
         // The fold ends once it has read the last piece.
         drop(splicer);
-        (spliced, folding.join(), rows, whole)
+        let folded = match folding {
+            Ok(folding) => threads::joined(folding.join(), "the row fold"),
+            // No thread could start: the pieces waited in the channel.
+            Err(not_started) => Ok((not_started.work)()),
+        };
+        (spliced, folded, rows, whole)
     });
     spliced?;
-    let folded = folded.map_err(|_| CoreError::new(Code::Internal, "the row fold failed"))?;
+    let folded = folded?;
     match folded {
         Some(log) if whole => Ok((Some(load::complete(id, log)?), rows)),
         _ => Ok((None, rows)),

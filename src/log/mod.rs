@@ -27,7 +27,7 @@ pub use lift::{Step, LIFT_MIN};
 pub use project::{payloads, write_jsonl, PayloadBatch};
 pub use read::Helper;
 pub(crate) use read::{ArrivingPiece, Observe};
-pub(crate) use resume::{read_arriving, Cutter, PIECE_BYTES};
+pub(crate) use resume::{read_arriving, too_roomy, Cutter, PIECE_BYTES};
 pub use resume::{Handing, JsonlReading};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 

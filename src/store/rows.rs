@@ -7,7 +7,7 @@
 use super::load::{self, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
-use crate::log::{ArrivingPiece, Log, Observe, PIECE_BYTES};
+use crate::log::{too_roomy, ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use crate::threads::{self, Priority};
 use serde_json::{Map, Value};
@@ -354,7 +354,12 @@ impl Splicer {
         if self.piece.spans.is_empty() {
             return;
         }
-        let piece = std::mem::replace(&mut self.piece, SplicedRows::new());
+        let mut piece = std::mem::replace(&mut self.piece, SplicedRows::new());
+        // The log keeps the text: the last piece of a short session (or
+        // one sent early for a long row) must not keep a full piece's room.
+        if too_roomy(piece.text.len(), piece.text.capacity()) {
+            piece.text.shrink_to_fit();
+        }
         // A fold that is gone has refused an event: the result says so.
         let _ = self.send.send(piece);
     }

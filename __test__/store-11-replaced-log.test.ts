@@ -62,13 +62,13 @@ describe('jsonl store: a log replaced under an open store', () => {
     expect(fs.readFileSync(original, 'utf8')).toBe(stored)
   })
 
-  it('refuses the first append of a store that loaded the log before it was replaced or removed', async () => {
+  it('refuses the first append of a store that loaded the log as its writer before it was replaced or removed', async () => {
     const { dir, store, file } = await open('loaded')
     await store.close()
     for (const change of ['replace', 'remove'] as const) {
       const reader = new JsonlSessionStore({ root: dir })
       cleanup.push(() => reader.close())
-      await reader.load('s')
+      await reader.load('s', { write: true })
       const stored = fs.readFileSync(file, 'utf8')
       const kept = path.join(dir, `${change}.keep`)
       fs.renameSync(file, kept)

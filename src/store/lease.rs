@@ -94,19 +94,16 @@ impl Leases {
         }
         let lease = self.lock(path).map_err(|why| match why {
             Locking::Held => in_use(path, subject),
-            Locking::Failed(path, e) => io("cannot lock", &path, e),
+            Locking::Failed(e) => Refused::Failed(e),
         })?;
         // The pid is a hint for the refused party; a failure to write it
         // only makes that message vaguer. Written over the last one at a
         // fixed width, never truncated (truncating a file to zero and
         // rewriting it makes ext4 start writing it back on close).
         let pid = format!("{:>10}\n", std::process::id());
-        let _ = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .and_then(|mut f| f.write_all(pid.as_bytes()));
+        if let Ok(mut hint) = open_lock_file(path) {
+            let _ = hint.write_all(pid.as_bytes());
+        }
         Ok(lease)
     }
 
@@ -126,7 +123,11 @@ impl Leases {
                 })
             }
             Err(e) if is_conflict(&e) => Err(Locking::Held),
-            Err(e) => Err(Locking::Failed(ranges_file(path), e)),
+            Err(e) => Err(Locking::Failed(CoreError::io(
+                "cannot lock",
+                &ranges_file(path),
+                e,
+            ))),
         }
     }
 
@@ -138,7 +139,7 @@ impl Leases {
         let open = match files.get(&file) {
             Some(open) => open.clone(),
             None => {
-                let opened = open_lock_file(&file).map_err(|e| Locking::Failed(file.clone(), e))?;
+                let opened = open_lock_file(&file).map_err(Locking::Failed)?;
                 let open = Arc::new(Ranges {
                     file: opened,
                     held: Mutex::default(),
@@ -152,27 +153,29 @@ impl Leases {
 
     #[cfg(not(target_os = "linux"))]
     fn lock(&self, path: &Path) -> Result<Lease, Locking> {
-        let file = open_lock_file(path).map_err(|e| Locking::Failed(path.to_path_buf(), e))?;
+        let file = open_lock_file(path).map_err(Locking::Failed)?;
         match file.try_lock() {
             Ok(()) => Ok(Lease { _file: file }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Locking::Held),
-            Err(std::fs::TryLockError::Error(e)) => Err(Locking::Failed(path.to_path_buf(), e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(Locking::Failed(CoreError::io("cannot lock", path, e)))
+            }
         }
     }
 }
 
 enum Locking {
     Held,
-    Failed(PathBuf, std::io::Error),
+    Failed(CoreError),
 }
 
-fn open_lock_file(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
+/// A lock file, opened without blocking: anything but a regular file there
+/// (a FIFO would hang the open) is refused `NOT_A_FILE`.
+fn open_lock_file(path: &Path) -> Result<File, CoreError> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    super::regular::open_regular(path, &options)
+        .map_err(|e| e.into_error("cannot open lock file", path))
 }
 
 fn in_use(path: &Path, subject: &str) -> Refused {
@@ -196,7 +199,7 @@ fn in_use(path: &Path, subject: &str) -> Refused {
 /// The pid the last holder wrote into the lock file, when it reads as one.
 fn hinted_pid(path: &Path) -> Option<u32> {
     let mut text = String::new();
-    let mut file = File::open(path).ok()?;
+    let mut file = super::regular::open_read(path).ok()?;
     file.seek(SeekFrom::Start(0)).ok()?;
     file.take(32).read_to_string(&mut text).ok()?;
     text.trim().parse().ok()
@@ -209,7 +212,7 @@ fn hinted_pid(path: &Path) -> Option<u32> {
 pub fn holder(path: &Path) -> Option<u32> {
     #[cfg(target_os = "linux")]
     {
-        let file = File::open(ranges_file(path)).ok()?;
+        let file = super::regular::open_read(&ranges_file(path)).ok()?;
         let held = ofd_lock(&file, libc::F_OFD_GETLK, libc::F_WRLCK, offset_of(path)).ok()?;
         if held == libc::F_UNLCK {
             return None;
@@ -361,6 +364,26 @@ mod tests {
         }
         drop(held);
         assert!(other.take(&dir.join("0.lock"), "s").is_ok());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_where_a_lock_file_goes_is_refused_at_once() {
+        let dir = scratch("fifo");
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.lock");
+        let fifo = if cfg!(target_os = "linux") {
+            dir.join("leases")
+        } else {
+            path.clone()
+        };
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = Leases::new().take(&path, "s").unwrap_err().into_error();
+        assert_eq!(err.code(), "NOT_A_FILE", "{err}");
+        assert_eq!(holder(&path), None);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -89,13 +89,14 @@ pub fn check_target(path: &Path) -> Result<(), OpenError> {
 
 /// Open `path` with `options`, without blocking, and only if it is a
 /// regular file (a symbolic link to one is followed); the file is then
-/// blocking as any other.
-#[cfg(unix)]
+/// blocking as any other. (Windows opens do not block on what is there.)
 pub fn open_regular(path: &Path, options: &OpenOptions) -> Result<File, OpenError> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut options = options.clone();
-    options.custom_flags(libc::O_NONBLOCK);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
     let file = match options.open(path) {
         Ok(f) => f,
         Err(e) => {
@@ -112,30 +113,15 @@ pub fn open_regular(path: &Path, options: &OpenOptions) -> Result<File, OpenErro
     if !meta.is_file() {
         return Err(OpenError::NotAFile(not_a_file(path, meta.file_type())));
     }
-    let fd = file.as_raw_fd();
-    // SAFETY: `fd` is the open descriptor `file` owns for this whole block.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(OpenError::Io(std::io::Error::last_os_error()));
-    }
-    Ok(file)
-}
-
-/// Open `path` with `options`, only if it is a regular file.
-#[cfg(not(unix))]
-pub fn open_regular(path: &Path, options: &OpenOptions) -> Result<File, OpenError> {
-    let file = match options.open(path) {
-        Ok(f) => f,
-        Err(e) => {
-            return Err(match fs::metadata(path) {
-                Ok(m) if !m.is_file() => OpenError::NotAFile(not_a_file(path, m.file_type())),
-                _ => OpenError::Io(e),
-            })
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: `fd` is the open descriptor `file` owns for this whole block.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+            return Err(OpenError::Io(std::io::Error::last_os_error()));
         }
-    };
-    let meta = file.metadata().map_err(OpenError::Io)?;
-    if !meta.is_file() {
-        return Err(OpenError::NotAFile(not_a_file(path, meta.file_type())));
     }
     Ok(file)
 }

@@ -19,7 +19,7 @@ const { fail, callerFrames, withFrames } = require('./errors.js')
 let api
 function useCore(index) {
   const internal = index[Symbol.for('dsh-session-native.internal')]
-  if (internal === undefined) throw new Error('dsh-session-native: internal hooks are missing')
+  if (internal === undefined) throw fail('dsh-session-native: internal hooks are missing', 'INTERNAL')
   api = { Session: index.Session, snapshotJsonValue: index.snapshotJsonValue, internal }
 }
 function core() {

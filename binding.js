@@ -3,7 +3,11 @@
 // finds this platform's binary: a local build beside it, or the installed
 // platform package (dsh-session-native-<platform>, an optional dependency).
 // When none fits, requiring this module throws one clear error naming the
-// platform and what to do, instead of napi's generic hint.
+// platform and what to do, instead of napi's generic hint. Every native call
+// goes through this module's export, so it is where the addon is handed the
+// `SessionError` class it makes its errors with (src/binding/mod.rs).
+
+const { SessionError, fail } = require('./lib/errors.js')
 
 function platformName() {
   const { platform, arch } = process
@@ -50,9 +54,7 @@ function noBinary(cause) {
       + 'To build one: in a clone of the repository (Rust ≥ 1.88 and a C compiler), `npm ci && npm run package`, '
       + 'then install both tarballs of its dist/ (docs/INSTALL.md in this package).'
   }
-  const error = new Error(`dsh-session-native cannot load its native addon on ${where}: ${what}`, { cause })
-  error.code = 'NATIVE_BINDING_MISSING'
-  return error
+  return fail(`dsh-session-native cannot load its native addon on ${where}: ${what}`, 'NATIVE_BINDING_MISSING', { cause })
 }
 
 let native
@@ -61,4 +63,5 @@ try {
 } catch (cause) {
   throw noBinary(cause)
 }
+native.setErrorClass(SessionError)
 module.exports = native

@@ -309,13 +309,15 @@ export type SessionErrorCode =
   | 'SESSION_ALREADY_ANNOUNCED'
 
 /**
- * What this package's errors carry besides `message`: an `Error` (a
- * `TypeError` for a value of the wrong kind) with a stable `code`; `line`
- * (1-based, the header is line 1) when it is about a line of a JSONL log;
- * `errno` when an OS error is behind it. `INTERNAL` is a bug of this
- * package, never a made-up value.
+ * The class of every error this package throws or rejects with, native or
+ * not (`err instanceof SessionError`): a stable `code`; `line` (1-based,
+ * the header is line 1) when it is about a line of a JSONL log; `errno`
+ * when an OS error is behind it. Its `name` is `'Error'`. An argument of
+ * the wrong kind gives a `TypeError`, which is also `instanceof
+ * SessionError`. `INTERNAL` is a bug of this package, never a made-up value.
  */
-export interface SessionError extends Error {
+export declare class SessionError extends Error {
+  constructor(message: string, code: SessionErrorCode, options?: { cause?: unknown })
   readonly code: SessionErrorCode
   readonly line?: number
   readonly errno?: number
@@ -647,7 +649,7 @@ export type SessionForkErrorCode =
   | 'OPEN_TURN'
 
 /** A `ctx.sessions.fork` failure; `name` is `'SessionForkError'`. */
-export declare class SessionForkError extends Error {
+export declare class SessionForkError extends SessionError {
   constructor(message: string, code: SessionForkErrorCode)
   readonly code: SessionForkErrorCode
 }

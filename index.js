@@ -7,6 +7,7 @@
 
 const binding = require('./binding.js')
 const { fail, isJsonValue, snapshotJsonValue } = require('./lib/core/json.js')
+const { SessionError } = require('./lib/errors.js')
 const { deriveEventMessage, renderContextContent } = require('./lib/core/derive.js')
 const { canonicalHeader, headerEquals, foldRequestHeader } = require('./lib/core/header.js')
 const { Session, internal } = require('./lib/core/session.js')
@@ -71,6 +72,7 @@ module.exports = {
   foldRequestHeader,
   interruptedTurnClosers,
   checkSessionInvariants,
+  SessionError,
 }
 
 Object.defineProperty(module.exports, Symbol.for('dsh-session-native.internal'), { value: internal })

@@ -30,5 +30,6 @@ export const {
   PostgresSessionStore,
   SessionStore,
   SessionForkError,
+  SessionError,
 } = core
 export default SessionStore

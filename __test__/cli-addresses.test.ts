@@ -2,6 +2,7 @@
 // a database with or without the session named, and - for standard input.
 
 import * as fs from 'node:fs'
+import { createRequire } from 'node:module'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { cli, expectOneLineError, expectUsageError, FIXTURES, readJsonl, ROOT, tempDir } from './cli-helpers.js'
@@ -9,6 +10,17 @@ import { cli, expectOneLineError, expectUsageError, FIXTURES, readJsonl, ROOT, t
 const EXAMPLE = path.join(ROOT, 'examples', 'session.jsonl')
 const INTERRUPTED = path.join(ROOT, 'examples', 'interrupted.jsonl')
 const exampleId = readJsonl(EXAMPLE).header.id as string
+const nodeRequire = createRequire(__filename)
+
+describe('a PostgreSQL address', () => {
+  it('without ?schema names the schema PostgresSessionStore defaults to (one default, public)', () => {
+    const { splitPostgres } = nodeRequire('../lib/cli/address.js') as { splitPostgres(t: string): { schema: string; id?: string } }
+    const { POSTGRES_DEFAULT_SCHEMA } = nodeRequire('../lib/stores.js') as { POSTGRES_DEFAULT_SCHEMA: string }
+    expect(POSTGRES_DEFAULT_SCHEMA).toBe('public')
+    expect(splitPostgres('postgres://u@h/db#s')).toMatchObject({ schema: POSTGRES_DEFAULT_SCHEMA, id: 's' })
+    expect(splitPostgres('postgres://u@h/db?schema=other#s').schema).toBe('other')
+  })
+})
 
 describe.concurrent('dsh-session addresses', () => {
   it('reads a JSONL log under any name, the same as under .jsonl', async () => {

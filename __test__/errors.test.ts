@@ -17,7 +17,7 @@ const nodeRequire = createRequire(__filename)
 const index = nodeRequire('../index.js') as typeof import('../index.js')
 const binding = nodeRequire('../binding.js') as { errorCodes(): string[]; panicForDiagnosis(): void }
 const errors = nodeRequire('../lib/errors.js') as { CODES: string[]; NATIVE_CODES: string[] }
-const { Session, JsonlSessionStore, SqliteSessionStore, SessionStore } = index
+const { Session, JsonlSessionStore, SqliteSessionStore, SessionStore, SessionError, SessionForkError } = index
 
 function thrown(f: () => unknown): Error & { code?: string; line?: number; errno?: number } {
   try {
@@ -31,7 +31,7 @@ function thrown(f: () => unknown): Error & { code?: string; line?: number; errno
 describe('one error shape', () => {
   it('every code is in one list, the union index.d.ts declares, and the native codes are the core\'s own', () => {
     const declared = fs.readFileSync(path.join(__dirname, '..', 'index.d.ts'), 'utf8')
-    const union = declared.slice(declared.indexOf('export type SessionErrorCode ='), declared.indexOf('export interface SessionError'))
+    const union = declared.slice(declared.indexOf('export type SessionErrorCode ='), declared.indexOf('export declare class SessionError'))
     const named = [...union.matchAll(/\| '([A-Z_]+)'/g)].map((m) => m[1])
     expect(named).toEqual(errors.CODES)
     expect(binding.errorCodes()).toEqual(errors.NATIVE_CODES)
@@ -113,5 +113,56 @@ describe('one error shape', () => {
   it('argument errors are TypeErrors or Errors with INVALID_ARGUMENT', () => {
     expect(thrown(() => index.headerEquals(1 as never, 2 as never))).toBeInstanceOf(TypeError)
     expect(thrown(() => new SqliteSessionStore({} as never))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+
+  describe('SessionError, the class of every one of them', () => {
+    it('a synchronous throw made in JS, and an argument TypeError', () => {
+      const e = thrown(() => index.SessionId(1 as never))
+      expect(e).toBeInstanceOf(SessionError)
+      expect(e).toMatchObject({ name: 'Error', code: 'INVALID_ARGUMENT', message: 'session id must be a string' })
+      expect(String(e)).toBe('Error: session id must be a string')
+      const t = thrown(() => index.headerEquals(1 as never, 2 as never))
+      expect(t).toBeInstanceOf(TypeError)
+      expect(t).toBeInstanceOf(SessionError)
+      expect(new TypeError('not ours')).not.toBeInstanceOf(SessionError)
+      expect(new Error('not ours')).not.toBeInstanceOf(SessionError)
+    })
+
+    it('a native parse error, with its code and line unchanged', () => {
+      const lines = new Session('l', asEvents(turns(1))).toJsonl().split('\n')
+      lines[1] = '{"type":"x"'
+      const e = thrown(() => Session.fromJsonl(lines.join('\n')))
+      expect(e).toBeInstanceOf(SessionError)
+      expect(e.name).toBe('Error')
+      expect(e.code).toBe('CORRUPT_LOG')
+      expect(e.line).toBe(2)
+      expect(e.message).toBe('corrupt session log: unparsable event at line 2')
+      expect(thrown(() => binding.panicForDiagnosis())).toBeInstanceOf(SessionError)
+    })
+
+    it('an asynchronous store rejection, made natively off the JS thread', async () => {
+      const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-errors-class-'))
+      const store = new JsonlSessionStore({ root })
+      try {
+        const e = await store.load('missing').then(() => undefined, (error: unknown) => error)
+        expect(e).toBeInstanceOf(SessionError)
+        expect(e).toMatchObject({ name: 'Error', code: 'SESSION_NOT_FOUND' })
+      } finally {
+        await store.close()
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+    })
+
+    it('the service\'s errors and SessionForkError, which keeps its name', async () => {
+      const ctx = new Context()
+      await ctx.plugin(SessionStore)
+      ctx.sessions.create('x')
+      expect(thrown(() => ctx.sessions.create('x'))).toBeInstanceOf(SessionError)
+      await expect(ctx.sessions.flush(new Session('z'))).rejects.toBeInstanceOf(SessionError)
+      const fork = thrown(() => ctx.sessions.fork('missing'))
+      expect(fork).toBeInstanceOf(SessionForkError)
+      expect(fork).toBeInstanceOf(SessionError)
+      expect(fork.name).toBe('SessionForkError')
+    })
   })
 })

@@ -20,6 +20,9 @@ function packageWithoutBinary(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-loader-'))
   dirs.push(dir)
   for (const f of ['binding.js', 'napi-loader.js', 'package.json']) fs.copyFileSync(path.join(ROOT, f), path.join(dir, f))
+  // binding.js makes its error with the package's SessionError.
+  fs.mkdirSync(path.join(dir, 'lib'))
+  fs.copyFileSync(path.join(ROOT, 'lib', 'errors.js'), path.join(dir, 'lib', 'errors.js'))
   fs.mkdirSync(path.join(dir, 'scripts'))
   for (const f of ['prepack-guard.mjs', 'platform.mjs']) fs.copyFileSync(path.join(ROOT, 'scripts', f), path.join(dir, 'scripts', f))
   return dir

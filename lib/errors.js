@@ -1,9 +1,11 @@
 'use strict'
-// The package's errors have one shape: an `Error` (a `TypeError` where the
-// caller passed the wrong kind of value) whose `code` is one of the stable
-// codes below, with `line` when the error is about a line of a JSONL log and
-// `errno` when an OS error is behind it. The native core makes its own in
-// one place (src/binding/mod.rs, `js_error`); JS makes its own here.
+// The package's errors have one shape: a `SessionError` (a `TypeError` where
+// the caller passed the wrong kind of value, which `instanceof SessionError`
+// also recognises) whose `code` is one of the stable codes below, with `line`
+// when the error is about a line of a JSONL log and `errno` when an OS error
+// is behind it. The native core makes its own in one place
+// (src/binding/mod.rs, `js_error`), constructing the class binding.js hands
+// it at load time; JS makes its own here.
 
 /** Codes the native core gives (src/error.rs, `Code::ALL`, in that order). */
 const NATIVE_CODES = [
@@ -23,13 +25,39 @@ const JS_CODES = [
 /** Every code an error of this package may carry (`SessionErrorCode` in index.d.ts). */
 const CODES = Object.freeze([...NATIVE_CODES, ...JS_CODES])
 
+/** Marks the `TypeError`s of this package, which cannot also inherit from `SessionError`. */
+const typeErrorMark = Symbol('dsh-session-native.SessionError')
+
+/**
+ * The class of every error this package throws or rejects with (as
+ * better-sqlite3's `SqliteError`). Its `name` stays `Error`, what callers
+ * saw before it existed. The argument errors that are `TypeError`s are
+ * not its instances by inheritance; `instanceof SessionError` still holds
+ * for them (they carry a mark `fail` sets).
+ */
+class SessionError extends Error {
+  constructor(message, code, options) {
+    super(message, options)
+    this.code = code
+  }
+
+  static [Symbol.hasInstance](value) {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true
+    return this === SessionError && value instanceof TypeError && value[typeErrorMark] === true
+  }
+}
+Object.defineProperty(SessionError.prototype, 'name', { value: 'Error', writable: true, configurable: true })
+
 /**
  * An error of this package: `message`, `code`, and optionally `Type`
  * (`TypeError` for a value of the wrong kind) and `cause`.
  */
-function fail(message, code, { Type = Error, cause } = {}) {
-  const error = new Type(message, cause === undefined ? undefined : { cause })
+function fail(message, code, { Type = SessionError, cause } = {}) {
+  const options = cause === undefined ? undefined : { cause }
+  if (Type === SessionError) return new SessionError(message, code, options)
+  const error = new Type(message, options)
   error.code = code
+  Object.defineProperty(error, typeErrorMark, { value: true })
   return error
 }
 
@@ -54,4 +82,4 @@ function withFrames(error, site) {
   return error
 }
 
-module.exports = { CODES, NATIVE_CODES, JS_CODES, fail, callerFrames, withFrames }
+module.exports = { SessionError, CODES, NATIVE_CODES, JS_CODES, fail, callerFrames, withFrames }

@@ -14,7 +14,7 @@
 // and links the class under the consumer's cordis `Service`.
 
 const { loadPeers } = require('./peers.js')
-const { fail } = require('./errors.js')
+const { SessionError, fail } = require('./errors.js')
 
 const SERVICE_NAME = 'sessions'
 
@@ -34,9 +34,9 @@ const holders = new WeakMap()
 // ---------------------------------------------------------------- errors
 
 /** A `fork` failure (SPEC 12.6), with a stable read-only `code`. */
-class SessionForkError extends Error {
+class SessionForkError extends SessionError {
   constructor(message, code) {
-    super(message)
+    super(message, code)
     Object.defineProperty(this, 'code', { value: code, enumerable: true, writable: false, configurable: false })
   }
 }

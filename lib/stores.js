@@ -19,7 +19,7 @@ const { fail, callerFrames, withFrames } = require('./errors.js')
 let api
 function useCore(index) {
   const internal = index[Symbol.for('dsh-session-native.internal')]
-  if (internal === undefined) throw new Error('dsh-session-native: internal hooks are missing')
+  if (internal === undefined) throw fail('dsh-session-native: internal hooks are missing', 'INTERNAL')
   api = { Session: index.Session, snapshotJsonValue: index.snapshotJsonValue, internal }
 }
 function core() {
@@ -298,6 +298,9 @@ function millis(options, name) {
   return value
 }
 
+/** The schema a PostgreSQL store uses when given none: the store's and the CLI addresses' one default. */
+const POSTGRES_DEFAULT_SCHEMA = 'public'
+
 /**
  * Sessions in the SPEC 11 tables of one PostgreSQL schema, one writer per
  * session across hosts (a lease row with an epoch fences every append).
@@ -308,7 +311,7 @@ class PostgresSessionStore extends SessionStoreBase {
     if (typeof url !== 'string' || url.length === 0) {
       throw fail('PostgresSessionStore needs { connectionString: string } (a libpq-style URL)', 'INVALID_ARGUMENT')
     }
-    const schema = options.schema ?? 'public'
+    const schema = options.schema ?? POSTGRES_DEFAULT_SCHEMA
     if (typeof schema !== 'string' || schema.length === 0) {
       throw fail('PostgresSessionStore schema must be a non-empty string', 'INVALID_ARGUMENT')
     }
@@ -330,7 +333,7 @@ class PostgresSessionStore extends SessionStoreBase {
   }
 }
 
-module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore }
+module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA }
 // For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
 Object.defineProperty(module.exports, 'useCore', { value: useCore })
 // For bin/dsh-session.js: a repair loads as the session's writer, so it never

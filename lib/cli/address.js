@@ -7,7 +7,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { pipeline } = require('node:stream/promises')
-const { binding } = require('./core.js')
+const { binding, POSTGRES_DEFAULT_SCHEMA } = require('./core.js')
 const { CliError, CODES, oneLine, toCliError } = require('./errors.js')
 
 /** The first bytes of every SQLite 3 database file. */
@@ -117,7 +117,7 @@ function isPostgres(text) {
 /**
  * `postgres://user@host:port/db[?schema=name][#<session-id>]` split into the
  * connection URL (without `schema` and the fragment), the schema (default
- * `public`) and the id (URL-decoded).
+ * the store's, `POSTGRES_DEFAULT_SCHEMA`) and the id (URL-decoded).
  */
 function splitPostgres(text) {
   const hash = text.indexOf('#')
@@ -138,7 +138,7 @@ function splitPostgres(text) {
   // How messages name it (the schema included): never the password.
   const shown = new URL(url)
   if (shown.password !== '') shown.password = '***'
-  const schema = url.searchParams.get('schema') ?? 'public'
+  const schema = url.searchParams.get('schema') ?? POSTGRES_DEFAULT_SCHEMA
   url.searchParams.delete('schema')
   return { url: url.toString(), schema, id, shown: shown.toString() }
 }

@@ -6,11 +6,13 @@
 
 const api = require('../../index.js')
 const { binding, wrapNative } = api[Symbol.for('dsh-session-native.internal')]
-const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, loadAsWriter } = require('../stores.js')
+const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter } = require('../stores.js')
 
 /** The messages a native log derives (through the one derivation, in the Session). */
 function deriveNative(native) {
   return wrapNative(native).deriveMessages()
 }
 
-module.exports = { api, binding, wrapNative, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, loadAsWriter }
+module.exports = {
+  api, binding, wrapNative, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter,
+}

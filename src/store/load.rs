@@ -7,7 +7,7 @@
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Log;
-use crate::scan::{read_event_line, string_is, string_lossy, string_value};
+use crate::scan::{read_event_line, string_is, string_lossy};
 use crate::session_header::SessionHeader;
 
 /// How messages name a record's position: `line N` in a JSONL file (the
@@ -120,13 +120,6 @@ fn seq_of(text: &str) -> Option<&str> {
         .and_then(|(fields, _)| fields.seq)
 }
 
-/// The legacy form (SPEC 7) of a readable record.
-fn legacy_in(text: &str) -> Option<crate::event::Legacy> {
-    let (fields, _) = read_event_line(text).ok()?;
-    let ty = string_value(fields.ty?)?;
-    crate::event::legacy_of(crate::event::Kind::of(&ty), fields.data)
-}
-
 /// Whether the record at `index` or one after it is a readable `turn/end`.
 fn turn_end_from(records: &[Option<&str>], index: usize) -> bool {
     records.iter().skip(index).any(|r| probe(*r).turn_end)
@@ -226,7 +219,7 @@ fn slow_repair(
         }
     }
     for (index, record) in records.iter().take(cut).enumerate() {
-        if let Some(legacy) = record.and_then(legacy_in) {
+        if let Some((legacy, _)) = record.and_then(super::legacy_in) {
             return Err(CoreError::new(
                 Code::LegacyVocabulary,
                 legacy.load_message(id, index as u64),

@@ -810,8 +810,9 @@ fn parse_batch(id: &str, json: &str) -> CoreResult<(Batch, Vec<u64>)> {
     Ok((batch, seqs))
 }
 
-/// The legacy form of an event text that `read_event` rejected as legacy,
-/// and its seq when it has one.
+/// The legacy form (SPEC 7) of an event text, and its seq when it has one:
+/// for an append batch that `read_event` rejected as legacy, and for a
+/// stored record on load (load.rs).
 pub(crate) fn legacy_in(text: &str) -> Option<(crate::event::Legacy, Option<u64>)> {
     let (fields, _) = crate::scan::read_event_line(text).ok()?;
     let kind = Kind::of(&crate::scan::string_value(fields.ty?)?);

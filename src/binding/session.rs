@@ -7,7 +7,7 @@ use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use crate::threads::{self, Priority};
+use crate::threads;
 use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -465,7 +465,7 @@ impl NativeSession {
             log.compress_as_filled(false);
             (log, result)
         };
-        match threads::detached("dsh-seed", Priority::Low, work) {
+        match threads::detached("dsh-seed", work) {
             Ok(thread) => Seeder::Thread { slices, thread },
             Err(not_started) => {
                 // With no slice queued, the work gives the log straight back.

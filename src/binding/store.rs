@@ -162,23 +162,6 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName> Task for StoreTask<O, J> {
     }
 }
 
-/// A store's load, on a thread of lower priority than the JS thread (it is
-/// CPU-bound for a long log: parsing every event).
-fn at_low_priority<T: Send>(
-    key: &Key,
-    load: impl FnOnce() -> CoreResult<T> + Send,
-) -> CoreResult<T> {
-    crate::threads::at_low_priority(|| guarded("loading a session", load)).unwrap_or_else(|| {
-        Err(CoreError::new(
-            Code::Internal,
-            format!(
-                "loading session {} failed inside dsh-session-native (a bug: the loader panicked)",
-                crate::json::quote(&key.id)
-            ),
-        ))
-    })
-}
-
 /// `{"meta": header, "events": [...]}` for `load`.
 fn loaded_json(log: Log) -> CoreResult<String> {
     Ok(format!(
@@ -320,7 +303,7 @@ impl NativeStore {
             let writer = writer.unwrap_or(false);
             Ok(task(self.own_threads, same, move || {
                 let key = key(id);
-                loaded_json(at_low_priority(&key, || store.load(&key, writer))?)
+                loaded_json(guarded("loading a session", || store.load(&key, writer))?)
             }))
         })
     }
@@ -350,7 +333,7 @@ impl NativeStore {
                 move || {
                     let key = key(id);
                     let token = new_token();
-                    let log = at_low_priority(&key, || match send {
+                    let log = guarded("loading a session", || match send {
                         Some(send) => Handing::new(send, lift_min)
                             .during(|observe| store.open(&key, writer, token, observe)),
                         None => store.open(&key, writer, token, None),

@@ -5,7 +5,6 @@
 //! meanwhile. The pool grows to as many threads as calls wait at once and
 //! shrinks back when they idle.
 
-use crate::threads::Priority;
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -44,7 +43,7 @@ pub fn spawn(job: Job) -> Result<(), Job> {
         return Ok(());
     }
     drop(queue);
-    let started = crate::threads::detached("dsh-store-net", Priority::Caller, work);
+    let started = crate::threads::detached("dsh-store-net", work);
     match started {
         Ok(_) => Ok(()),
         Err(_) => lock().jobs.pop_back().map_or(Ok(()), Err),

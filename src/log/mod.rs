@@ -13,7 +13,6 @@
 //! - `live`: live appends (validate, commit);
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!
-//! Thread priorities for helper threads are in `crate::priority`.
 
 mod lift;
 mod live;
@@ -25,7 +24,6 @@ mod texts;
 
 pub use lift::{Step, LIFT_MIN};
 pub use project::{payloads, write_jsonl, PayloadBatch};
-pub use read::Helper;
 pub(crate) use read::{ArrivingPiece, Observe};
 pub(crate) use resume::{read_arriving, too_roomy, Cutter, PIECE_BYTES};
 pub use resume::{Handing, JsonlReading};

@@ -6,7 +6,7 @@ use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::session_header::SessionHeader;
-use crate::threads::{self, Priority};
+use crate::threads;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -48,27 +48,6 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
         spans.pop();
     }
     spans
-}
-
-/// How a reader's helper thread runs: below the JS thread when the read
-/// runs off it (a store's load, while JS goes on), or at the caller's
-/// priority when the JS thread waits for the read (`fromJsonl`): a helper
-/// at a lower priority there only makes the waiting longer when other
-/// processes compete for the cores.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Helper {
-    Background,
-    #[default]
-    Awaited,
-}
-
-impl Helper {
-    fn priority(self) -> Priority {
-        match self {
-            Helper::Background => Priority::Low,
-            Helper::Awaited => Priority::Caller,
-        }
-    }
 }
 
 /// Logs at least this long are checked and split into lines on two threads.
@@ -120,7 +99,7 @@ pub(super) fn prepare(piece: Piece<'_>) -> Prepared<'_> {
 
 /// `prepare` of each piece, on two threads when the pieces are long (the
 /// helper takes the pieces after the first half of the bytes).
-pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepared<'_>> {
+pub(super) fn prepare_all(pieces: Vec<Piece<'_>>) -> Vec<Prepared<'_>> {
     let total: usize = pieces.iter().map(Piece::len).sum();
     if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
         // The helper takes the pieces after the first half of the bytes.
@@ -132,7 +111,7 @@ pub(super) fn prepare_all(pieces: Vec<Piece<'_>>, helper: Helper) -> Vec<Prepare
         let mut pieces = pieces;
         let later = pieces.split_off(at.max(1));
         std::thread::scope(|scope| {
-            let thread = threads::scoped(scope, "dsh-read-half", helper.priority(), || {
+            let thread = threads::scoped(scope, "dsh-read-half", || {
                 later.into_iter().map(prepare).collect::<Vec<_>>()
             });
             let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
@@ -242,10 +221,7 @@ fn take(
         let later: Vec<_> = compressing
             .map(|k| {
                 let work = move || compress(k);
-                (
-                    k,
-                    threads::scoped(scope, "dsh-compress", Priority::Caller, work),
-                )
+                (k, threads::scoped(scope, "dsh-compress", work))
             })
             .collect();
         if let Some(k) = first {
@@ -311,18 +287,9 @@ pub(super) struct Stream {
     blank: Option<usize>,
     /// The index of the next event.
     next: usize,
-    /// How the helper of the last pieces' read runs.
-    helper: Helper,
 }
 
 impl Stream {
-    pub(super) fn with_helper(helper: Helper) -> Stream {
-        Stream {
-            helper,
-            ..Stream::default()
-        }
-    }
-
     /// Read and fold a piece's events, in order, on this thread.
     pub(super) fn piece(&mut self, piece: Prepared<'_>, observe: &mut Observe<'_>) {
         let (text, spans) = match piece {
@@ -470,7 +437,7 @@ impl Stream {
             self.next,
             self.bytes,
             &|_, _, _, _| true,
-            Some(self.helper),
+            true,
             observe,
         );
         drop(parts);
@@ -512,7 +479,7 @@ impl Log {
     /// are and taken compressed (`take`), two halves on two threads
     /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        Log::read_pieces(borrowed_halves(bytes), Helper::Awaited).map_err(|(e, _)| e)
+        Log::read_pieces(borrowed_halves(bytes)).map_err(|(e, _)| e)
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
@@ -522,7 +489,7 @@ impl Log {
             let line = newlines(&bytes[..e.valid_up_to()]) + 1;
             return Err((invalid_utf8(line), bytes));
         }
-        Log::read_pieces(vec![Piece::Keep(bytes)], Helper::Background)
+        Log::read_pieces(vec![Piece::Keep(bytes)])
             .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
     }
 
@@ -532,9 +499,8 @@ impl Log {
     /// threads when the log is long), then its events read and folded.
     pub(super) fn read_pieces<'a>(
         pieces: Vec<Piece<'a>>,
-        helper: Helper,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::with_helper(helper).finish(prepare_all(pieces, helper), &mut None)
+        Stream::default().finish(prepare_all(pieces), &mut None)
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -552,7 +518,7 @@ impl Log {
         first_index: usize,
         first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-        helper: Option<Helper>,
+        parallel: bool,
         observe: &mut Observe<'_>,
     ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
@@ -599,9 +565,7 @@ impl Log {
             }
             Ok(())
         };
-        let helper =
-            helper.filter(|_| count - first_index >= PARALLEL_MIN_LINES && units.len() > 1);
-        if let Some(helper) = helper {
+        if parallel && count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
             // This thread reads and folds units from the front (the fold is
             // in order) while a helper reads units from the back; they meet
             // wherever their speeds put them (another process may hold a
@@ -625,7 +589,7 @@ impl Log {
             };
             std::thread::scope(|scope| {
                 // No thread could start: this one claims every unit.
-                let thread = threads::scoped(scope, "dsh-read-back", helper.priority(), || {
+                let thread = threads::scoped(scope, "dsh-read-back", || {
                     let mut read_units = Vec::new();
                     while let Some(u) = claim(false) {
                         let (k, range) = &units[u];
@@ -723,7 +687,7 @@ impl Log {
     /// piece, as it comes, read, checked by `verify` (the piece, its text,
     /// the event's index in it, the event) and folded on this thread; the
     /// pieces still waiting once the sender is gone read on two threads
-    /// (the helper below the JS thread). The log keeps the pieces' texts.
+    /// The log keeps the pieces' texts.
     /// `None` when an event fails (the caller reads them another way).
     pub(crate) fn from_arriving<P: ArrivingPiece>(
         header: SessionHeader,
@@ -734,7 +698,7 @@ impl Log {
         let mut log = Log::new(header);
         let mut texts = Vec::new();
         let mut bytes = 0;
-        let mut fold = |batch: Vec<P>, helper: Option<Helper>| {
+        let mut fold = |batch: Vec<P>, parallel: bool| {
             let parts: Vec<Part<'_>> = batch
                 .iter()
                 .map(|p| Part {
@@ -745,7 +709,7 @@ impl Log {
             let check =
                 |k: usize, text: &str, i: usize, e: &EventText<'_>| verify(&batch[k], text, i, e);
             let first = log.len();
-            let folded = log.fold_parts(&parts, first, bytes, &check, helper, observe);
+            let folded = log.fold_parts(&parts, first, bytes, &check, parallel, observe);
             drop(parts);
             // A piece holding long strings JS holds is taken at once, those
             // cut out (`texts.rs::Lifted`); the others wait for the compressor.
@@ -760,8 +724,8 @@ impl Log {
         };
         // Each piece as it arrives, on this thread; those still waiting
         // once the sender is gone, together on two.
-        let rest = arrivals(&pieces, |piece| fold(vec![piece], None))?;
-        if !fold(rest, Some(Helper::Background)) {
+        let rest = arrivals(&pieces, |piece| fold(vec![piece], false))?;
+        if !fold(rest, true) {
             return None;
         }
         log.texts_mut().adopt(texts);
@@ -846,11 +810,7 @@ mod tests {
     }
 
     fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, CoreError> {
-        Log::read_pieces(
-            pieces.into_iter().map(Piece::Keep).collect(),
-            Helper::Awaited,
-        )
-        .map_err(|(e, _)| e)
+        Log::read_pieces(pieces.into_iter().map(Piece::Keep).collect()).map_err(|(e, _)| e)
     }
 
     /// Logs that read, and logs with a defect on a line after the first cuts.

@@ -18,10 +18,10 @@ use super::lift::Lifting;
 use super::project::PayloadBatch;
 use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
 use super::texts::Lifted;
-use super::{Helper, Log};
+use super::Log;
 use crate::error::{Code, CoreError};
 use crate::surface::SurfaceOp;
-use crate::threads::{self, Priority};
+use crate::threads;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -101,7 +101,7 @@ impl JsonlReading {
         let mut reading = JsonlReading::lifting(lift_min);
         reading.ended = true;
         if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
-            let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())], Helper::Awaited);
+            let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())]);
             reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
             return reading;
         }
@@ -109,14 +109,14 @@ impl JsonlReading {
         reading.batches = Some(batches);
         let work = move || {
             let read = Handing::new(send, lift_min).during(|mut observe| {
-                let rest = prepare_all(borrowed_halves((*bytes).as_ref()), Helper::Awaited);
+                let rest = prepare_all(borrowed_halves((*bytes).as_ref()));
                 Stream::default()
                     .finish(rest, &mut observe)
                     .map_err(|(e, _)| e)
             });
             (read, Some(bytes))
         };
-        reading.state = match threads::detached("dsh-jsonl-read", Priority::Caller, work) {
+        reading.state = match threads::detached("dsh-jsonl-read", work) {
             Ok(thread) => State::Reading(thread),
             // No thread could start: the log is read now, on this thread
             // (its batches wait in the channel).
@@ -160,7 +160,7 @@ impl JsonlReading {
             let (send, batches) = mpsc::channel();
             let lift_min = self.lift_min;
             let work = move || (read(received, send, lift_min), None);
-            match threads::detached("dsh-jsonl-read", Priority::Caller, work) {
+            match threads::detached("dsh-jsonl-read", work) {
                 Ok(thread) => {
                     self.state = State::Reading(thread);
                     self.batches = Some(batches);
@@ -190,8 +190,7 @@ impl JsonlReading {
             return;
         }
         if self.pieces.is_none() {
-            let read =
-                Log::read_pieces(vec![Piece::Keep(last)], Helper::Awaited).map_err(|(e, _)| e);
+            let read = Log::read_pieces(vec![Piece::Keep(last)]).map_err(|(e, _)| e);
             self.state = State::Read(Box::new(read));
             return;
         }
@@ -305,29 +304,27 @@ fn read(
     send: mpsc::Sender<PayloadBatch>,
     lift_min: usize,
 ) -> Result<Log, CoreError> {
-    Handing::new(send, lift_min)
-        .during(|mut observe| read_arriving(&pieces, Helper::Awaited, &mut observe))
+    Handing::new(send, lift_min).during(|mut observe| read_arriving(&pieces, &mut observe))
 }
 
 /// Read a log whose pieces (whole lines each, in order) arrive through
 /// `pieces` while they are made: each piece, as it comes, is checked as
 /// UTF-8, split into lines and its events read and folded on this thread;
 /// once the sender is gone, the pieces still waiting are read on two
-/// threads (the helper run as `helper` says). `observe` is told of each
+/// threads. `observe` is told of each
 /// event once folded.
 pub(crate) fn read_arriving(
     pieces: &mpsc::Receiver<Vec<u8>>,
-    helper: Helper,
     observe: &mut Observe<'_>,
 ) -> Result<Log, CoreError> {
-    let mut stream = Stream::with_helper(helper);
+    let mut stream = Stream::default();
     let arrived = arrivals(pieces, |piece| {
         stream.piece(prepare(Piece::Keep(piece)), observe);
         true
     });
     // Never ended early: a defect is the stream's to report.
     let rest = arrived.unwrap_or_default();
-    let rest = prepare_all(rest.into_iter().map(Piece::Keep).collect(), helper);
+    let rest = prepare_all(rest.into_iter().map(Piece::Keep).collect());
     stream.finish(rest, observe).map_err(|(e, _)| e)
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::scan::{escape_units, Units};
-use crate::threads::{self, Priority};
+use crate::threads;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -437,7 +437,7 @@ impl Texts {
                 .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts, &lifted)))
                 .collect()
         };
-        match threads::detached("dsh-compress", Priority::Low, compress) {
+        match threads::detached("dsh-compress", compress) {
             Ok(job) => self.compressing = Some(job),
             // No thread could start: the blocks are compressed here.
             Err(not_started) => self.take_compressed((not_started.work)()),
@@ -481,23 +481,9 @@ impl Texts {
         }
         // Block indices moved: the opened block is another one now.
         *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        // The raw blocks are most of the log's size: returning that much
-        // memory to the system takes tens of milliseconds at a few hundred
-        // MiB, so a thread of its own does it (or, if none can start, this
-        // one). glibc keeps what is freed in its heaps, where a read's
-        // pieces leave it fragmented and resident: the thread asks for the
-        // free pages back too (the next load faults its pages in afresh).
-        if !replaced.is_empty() {
-            // A thread that cannot start gives its work back, dropped here.
-            let _ = threads::detached("dsh-free", Priority::Low, move || {
-                drop(replaced);
-                #[cfg(all(target_os = "linux", target_env = "gnu"))]
-                // SAFETY: malloc_trim only walks the allocator's own free lists.
-                unsafe {
-                    libc::malloc_trim(0);
-                }
-            });
-        }
+        // The raw blocks the pieces replace are freed here, on the thread
+        // that takes the compressor's result.
+        drop(replaced);
     }
 
     /// Where to cut the block at `base` (of `len` bytes): `cuts_at` the

@@ -13,9 +13,9 @@ use super::load::{self, Place, Repaired};
 use super::regular::{self, open_read, open_regular};
 use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{read_arriving, Cutter, Helper, Log, Observe, PIECE_BYTES};
+use crate::log::{read_arriving, Cutter, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
-use crate::threads::{self, Priority};
+use crate::threads;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
@@ -421,25 +421,19 @@ fn read_folding(
     if file.metadata().is_ok_and(|m| m.len() < PIECE_BYTES as u64) {
         // One piece: nothing to overlap, so no thread.
         let produced = read_pieces();
-        return (
-            read_arriving(&pieces, Helper::Background, &mut observe),
-            produced,
-        );
+        return (read_arriving(&pieces, &mut observe), produced);
     }
     std::thread::scope(|scope| {
-        let reader = match threads::scoped(scope, "dsh-store-read", Priority::Low, read_pieces) {
+        let reader = match threads::scoped(scope, "dsh-store-read", read_pieces) {
             Ok(reader) => reader,
             Err(not_started) => {
                 // No thread could start: the file is read first, here (its
                 // pieces wait in the channel), then folded.
                 let produced = (not_started.work)();
-                return (
-                    read_arriving(&pieces, Helper::Background, &mut observe),
-                    produced,
-                );
+                return (read_arriving(&pieces, &mut observe), produced);
             }
         };
-        let read = read_arriving(&pieces, Helper::Background, &mut observe);
+        let read = read_arriving(&pieces, &mut observe);
         let produced = reader
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the JSONL reading thread failed")));

@@ -9,7 +9,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
 use crate::log::{too_roomy, ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
-use crate::threads::{self, Priority};
+use crate::threads;
 use serde_json::{Map, Value};
 use std::sync::mpsc;
 
@@ -380,14 +380,12 @@ pub(crate) fn read_spliced(
 ) -> CoreResult<(Option<Repaired>, usize)> {
     let (send, pieces) = mpsc::channel();
     let (spliced, folded, rows, whole) = std::thread::scope(|scope| {
-        // Below the JS thread, as a read's helpers are: the splicing
-        // thread and this one would otherwise crowd it off two cores.
         let fold = || {
             let verify =
                 |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
             Log::from_arriving(header.clone(), pieces, &verify, &mut observe)
         };
-        let folding = threads::scoped(scope, "dsh-row-fold", Priority::Low, fold);
+        let folding = threads::scoped(scope, "dsh-row-fold", fold);
         let mut splicer = Splicer {
             piece: SplicedRows::new(),
             send,

@@ -19,6 +19,8 @@ import {
   turns,
 } from './fixtures-crash/stores.js'
 
+import { NOBODY, nobodyCannotRun } from './users.js'
+
 const { cleanup, dirFor } = testCleanup()
 
 const EVENTS = turns(2)
@@ -149,8 +151,8 @@ describe('sqlite store: a database this user may not write', () => {
   it('reads it and refuses writes as an unprivileged user', async (ctx) => {
     if (process.platform === 'win32' || process.getuid?.() !== 0) return ctx.skip('needs root to run a child as uid 65534')
     const root = path.resolve(__dirname, '..')
-    const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.join(root, 'lib/stores.js'))})`], { uid: 65534, gid: 65534 })
-    if (probe.status !== 0) return ctx.skip(`uid 65534 cannot load the addon from this checkout: ${probe.stderr.toString().split('\n')[0]}`)
+    const cannot = nobodyCannotRun()
+    if (cannot !== undefined) return ctx.skip(cannot)
     const dir = dirFor('ro-perm')
     await written(dir)
     // Root owns the directory (0755) and the database (0644): uid 65534 may read, not write.
@@ -169,7 +171,7 @@ describe('sqlite store: a database this user may not write', () => {
         await store.close()
         process.stdout.write(JSON.stringify(out))
       })().catch((e) => { process.stderr.write(String(e.code) + ': ' + e.message); process.exit(1) })`
-    const child = spawnSync(process.execPath, ['-e', script], { uid: 65534, gid: 65534 })
+    const child = spawnSync(process.execPath, ['-e', script], NOBODY)
     expect(child.stderr.toString()).toBe('')
     expect(JSON.parse(child.stdout.toString())).toEqual({ list: [header('s')], events: EVENTS, flush: 'READ_ONLY', append: 'READ_ONLY' })
     expect(snapshot(dir)).toEqual(before)

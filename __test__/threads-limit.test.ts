@@ -13,20 +13,17 @@ import * as os from 'node:os'
 import * as path from 'node:path'
 import { describe, expect, it } from 'vitest'
 
+import { NOBODY as USER, nobodyCannotRun } from './users.js'
+
 const CHILD = path.join(__dirname, 'fixtures-threads', 'limited.cjs')
-const NOBODY = 65534
+const NOBODY = USER.uid
 
 /** Why the test cannot run here, or null. */
 function whyNot(): string | null {
   if (process.platform !== 'linux') return 'RLIMIT_NPROC and /proc are Linux'
   if (process.getuid?.() !== 0) return 'running the child as another user needs root'
   if (spawnSync('prlimit', ['--version']).status !== 0) return 'no prlimit (util-linux)'
-  const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.join(__dirname, '..', 'index.js'))})`], {
-    uid: NOBODY,
-    gid: NOBODY,
-  })
-  if (probe.status !== 0) return `uid ${NOBODY} cannot load the addon from this checkout`
-  return null
+  return nobodyCannotRun() ?? null
 }
 
 const skip = whyNot()

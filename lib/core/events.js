@@ -134,29 +134,24 @@ function seedParts(id, seed, header, invariants) {
 
 class Events {
   /**
-   * A native log's texts (`native.length` events), then `live` (frozen
-   * events after them, whose effects the log already applied: a fork).
-   * `cached`: objects already parsed for the texts (a fork of a session
-   * whose `events` was read), kept so identities hold. `payloads`: those
-   * a seed's folds read.
+   * `native`: the native log, holding texts of events `0..prefix` (fixed
+   * once built), then `live` (frozen events after them, whose effects the
+   * log already applied: a fork). `objs`: the frozen events JS holds, seqs
+   * `objsFrom..seq` (`objsFrom` is `prefix`, or 0 once all are held: given
+   * `cached`, the objects a fork's parent parsed of the texts). `payloads`:
+   * those of events below `objsFrom` that a derive or the header fold read
+   * (seq -> { type, data }, data frozen); when `events` is read, the parsed
+   * events take their `data`, so messages keep sharing them. `list`: the
+   * frozen `events` array, until the next append.
    */
   constructor(native, live = [], cached = undefined, payloads = new Map()) {
-    /** The native log: texts of events `0..prefix`, surface, session header, header fold. */
     this.native = native
-    /** How many events the native log holds as text (fixed once built). */
     this.prefix = native.length
     const all = cached !== undefined && cached.length === this.prefix
-    /** Frozen events held in JS for seqs `objsFrom..seq` (`objsFrom` is `prefix`, or 0 once all are held). */
     this.objs = all ? cached.concat(live) : live
     this.objsFrom = all ? 0 : this.prefix
     this.seq = this.prefix + live.length
-    /**
-     * Payloads of events below `objsFrom` that a derive or the header fold
-     * read (seq -> { type, data }, data frozen). When `events` is read, the
-     * parsed events take these `data` objects, so messages keep sharing them.
-     */
     this.payloads = payloads
-    /** The frozen `events` array, until the next append. */
     this.list = undefined
   }
 

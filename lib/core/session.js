@@ -36,8 +36,14 @@ const EFFECT_REPLACE = 2
 const EFFECT_HEADER = 4
 
 const INTERNAL = Symbol('internal construction')
-const reportObserverError = (error) => {
-  console.error('[dsh-session-native] session observer failed:', error)
+const reportObserverError = (error) => console.error('[dsh-session-native] session observer failed:', error)
+/** Call an observer's hook: what it throws is reported, never thrown. */
+const guarded = (call) => {
+  try {
+    call()
+  } catch (error) {
+    reportObserverError(error)
+  }
 }
 /** Set by the class's static block (they read its private fields). */
 let partsOf, forkOf, build
@@ -122,14 +128,7 @@ class Session {
     for (let i = 0; i < surfaceNodes.length; i++) nodes.push(surfaceNodes[i])
     this.#generation = native.replaceGeneration
     const self = this
-    this.#surface = freeze({
-      get nodes() {
-        return nodes
-      },
-      get replaceGeneration() {
-        return self.#generation
-      },
-    })
+    this.#surface = freeze({ get nodes() { return nodes }, get replaceGeneration() { return self.#generation } })
     this.#derived = new Derived(nodes, events)
     if (parent !== undefined) {
       if (!detached) events.sharePayloads(parent.#events)
@@ -183,25 +182,11 @@ class Session {
   }
 
 
-  get id() {
-    return this.#id
-  }
-
-  get header() {
-    return this.#header
-  }
-
-  get seq() {
-    return this.#events.seq
-  }
-
-  get surface() {
-    return this.#surface
-  }
-
-  get events() {
-    return this.#events.all()
-  }
+  get id() { return this.#id }
+  get header() { return this.#header }
+  get seq() { return this.#events.seq }
+  get surface() { return this.#surface }
+  get events() { return this.#events.all() }
 
   append(type, data, opts) {
     if (typeof type !== 'string') throw fail('session event type must be a string', 'INVALID_ARGUMENT')
@@ -301,29 +286,18 @@ class Session {
   }
 
   #vetoed(attachment, error, event) {
-    if (typeof attachment.onVeto !== 'function') return
-    try {
-      attachment.onVeto(error, event, this)
-    } catch (inner) {
-      reportObserverError(inner)
-    }
+    if (typeof attachment.onVeto === 'function') guarded(() => attachment.onVeto(error, event, this))
   }
 
   #notify(attachment, event) {
-    const report = (error) => {
-      try {
-        if (typeof attachment.onObserverError === 'function') attachment.onObserverError(error, event, this)
-        else reportObserverError(error)
-      } catch (inner) {
-        reportObserverError(inner)
-      }
-    }
+    const report = (error) => guarded(() => {
+      if (typeof attachment.onObserverError === 'function') attachment.onObserverError(error, event, this)
+      else reportObserverError(error)
+    })
     if (typeof attachment.afterCommit !== 'function') return
     try {
       const result = attachment.afterCommit(event, this)
-      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-        result.then(undefined, report)
-      }
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') result.then(undefined, report)
     } catch (error) {
       report(error)
     }

@@ -70,8 +70,9 @@ describe('the derived cache through the public API', () => {
   it("a shared fork lists its parent's message objects; a detached fork (the service's) its own copies", async () => {
     const { ctx } = await mount()
     const parent = ctx.sessions.create('p')
-    const built = session('x', 4)
-    for (const e of built.events) parent.append(e.type, e.data as never, e.surfaceOp === undefined ? undefined : { surfaceOp: e.surfaceOp } as never)
+    parent.append('turn/start', { turn: 1, trigger: { kind: 'message', source: USER } } as never)
+    for (let i = 0; i < 4; i++) parent.append('user/message', say(`m${i}`) as never, { surfaceOp: 'append' })
+    parent.append('turn/end', { turn: 1, reason: { kind: 'completed' } } as never)
     const theirs = parent.deriveMessages() as unknown as Message[]
     const shared = parent.fork(undefined, 'shared').deriveMessages() as unknown as Message[]
     expect(shared.every((m, i) => m === theirs[i])).toBe(true)

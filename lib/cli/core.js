@@ -14,5 +14,5 @@ function deriveNative(native) {
 }
 
 module.exports = {
-  api, binding, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter,
+  api, binding, fromNative, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter,
 }

@@ -10,7 +10,7 @@ const { fail, isJsonValue, snapshotJsonValue } = require('./lib/core/json.js')
 const { SessionError } = require('./lib/errors.js')
 const { deriveEventMessage, renderContextContent } = require('./lib/core/derive.js')
 const { canonicalHeader, headerEquals, foldRequestHeader } = require('./lib/core/header.js')
-const { Session, internal } = require('./lib/core/session.js')
+const { Session } = require('./lib/core/session.js')
 
 const SESSION_FORMAT_VERSION = 0
 const isArray = Array.isArray
@@ -75,19 +75,16 @@ module.exports = {
   SessionError,
 }
 
-Object.defineProperty(module.exports, Symbol.for('dsh-session-native.internal'), { value: internal })
+// The package's own hooks (lib/core/handle.js), for its tests.
+Object.defineProperty(module.exports, Symbol.for('dsh-session-native.internal'), { value: require('./lib/core/handle.js') })
 
-// The durable stores (SPEC 11). They are handed this module's exports, so a
-// store and the sessions it flushes share one Session class even when a
-// loader evaluates index.js twice.
+// The durable stores (SPEC 11).
 const stores = require('./lib/stores.js')
-stores.useCore(module.exports)
 module.exports.JsonlSessionStore = stores.JsonlSessionStore
 module.exports.SqliteSessionStore = stores.SqliteSessionStore
 
 // The SessionStore service (SPEC 12); its cordis peers load on first use.
 const service = require('./lib/service.js')
-service.useCore(module.exports)
 module.exports.SessionStore = service.SessionStore
 module.exports.SessionForkError = service.SessionForkError
 module.exports.PostgresSessionStore = stores.PostgresSessionStore

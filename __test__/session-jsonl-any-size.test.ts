@@ -12,13 +12,13 @@ import * as api from '../index.js'
 import { Session } from '../index.js'
 import { asEvents, turnBatches, turns } from './fixtures-crash/stores.js'
 
-type Internal = { stringLimit: number }
-const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
-const LIMIT = internal.stringLimit
+type Internal = { limits: { stringLimit: number } }
+const limits = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')].limits
+const LIMIT = limits.stringLimit
 
 const dirs: string[] = []
 afterEach(() => {
-  internal.stringLimit = LIMIT
+  limits.stringLimit = LIMIT
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 
@@ -46,7 +46,7 @@ describe('JSONL of any size', () => {
     const text = s.toJsonl()
     const native = Session.fromJsonl(text)
     for (const [session, limit] of [[native, 100], [s, text.length - 1], [s, 100]] as const) {
-      internal.stringLimit = limit
+      limits.stringLimit = limit
       let caught: { code?: string; message?: string } | undefined
       try {
         session.toJsonl()
@@ -56,7 +56,7 @@ describe('JSONL of any size', () => {
       expect(caught?.code).toBe('TOO_LARGE')
       expect(caught?.message).toMatch(/^session "m": its JSONL .*is longer than a JavaScript string can hold; write it to a file with session\.writeJsonl\(path\) instead$/)
     }
-    internal.stringLimit = text.length
+    limits.stringLimit = text.length
     expect(s.toJsonl()).toBe(text)
   })
 

@@ -19,12 +19,12 @@ import { afterEach, describe, expect, it } from 'vitest'
 import * as api from '../index.js'
 import { JsonlSessionStore, Session, SessionId, SqliteSessionStore } from '../index.js'
 
-type Internal = { liftMin: number | undefined }
-const internal = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
+type Internal = { limits: { liftMin: number | undefined } }
+const { limits } = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
 
 const dirs: string[] = []
 afterEach(() => {
-  internal.liftMin = undefined
+  limits.liftMin = undefined
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 
@@ -92,10 +92,10 @@ describe('long strings cross decoded, each put back in its place', () => {
       fc.property(payloadsArb, fc.integer({ min: 1, max: 12 }), (payloads, liftMin) => {
         const lines = logOf(payloads, true)
         const text = `${lines.join('\n')}\n`
-        internal.liftMin = liftMin
+        limits.liftMin = liftMin
         const lifted = Session.fromJsonl(Buffer.from(text))
         const messages = lifted.deriveMessages()
-        internal.liftMin = undefined
+        limits.liftMin = undefined
         const plain = Session.fromJsonl(Buffer.from(text))
         expect(lifted.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
         expect(exact(messages)).toBe(exact(plain.deriveMessages()))
@@ -112,9 +112,9 @@ describe('long strings cross decoded, each put back in its place', () => {
         const lines = logOf(payloads, false)
         const store = new JsonlSessionStore({ root })
         fs.writeFileSync(logFile(store), `${lines.join('\n')}\n`)
-        internal.liftMin = liftMin
+        limits.liftMin = liftMin
         const opened = await store.open(HEADER.id)
-        internal.liftMin = undefined
+        limits.liftMin = undefined
         const messages = opened.deriveMessages()
         const plain = Session.fromJsonl(`${lines.join('\n')}\n`)
         expect(exact(messages)).toBe(exact(plain.deriveMessages()))
@@ -187,9 +187,9 @@ describe('a long string JS holds is kept once, and every text reads back byte fo
         const text = `${lines.join('\n')}\n`
         const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-kept-once-'))
         dirs.push(root)
-        internal.liftMin = liftMin
+        limits.liftMin = liftMin
         const session = await read(text, root)
-        internal.liftMin = undefined
+        limits.liftMin = undefined
         const messages = await settled(session)
         expect(exact(messages)).toBe(exact(Session.fromJsonl(text).deriveMessages()))
         expect(session.toJsonl() === text).toBe(true)

@@ -18,15 +18,7 @@ const { SessionError, fail } = require('./errors.js')
 
 const SERVICE_NAME = 'sessions'
 
-// The session core (index.js hands over its own, as for the durable stores).
-let core
-function useCore(index) {
-  core = { Session: index.Session, internal: index[Symbol.for('dsh-session-native.internal')] }
-}
-function sessionClass() {
-  if (core === undefined) useCore(require('../index.js'))
-  return core.Session
-}
+const handle = require('./core/handle.js')
 
 /** Which entry, of any store of this module, holds a session. */
 const holders = new WeakMap()
@@ -185,7 +177,7 @@ class SessionStore {
     if (meta.cwd !== undefined) header.cwd = meta.cwd
     if (meta.parentSession !== undefined) header.parentSession = meta.parentSession
     if (meta.seedLength !== undefined) header.seedLength = meta.seedLength
-    const Session = sessionClass()
+    const { Session } = handle
     const from = options?.from
     if (from !== undefined) {
       // A resume: the log of a session of this package (one a store opened),
@@ -305,11 +297,11 @@ class SessionStore {
     // A session of this package answers the checks without its `events`
     // (at a million events, reading them holds the thread for seconds),
     // unless `events` may have been redefined (on it, or by a subclass).
-    const own = Object.getPrototypeOf(parent) === sessionClass().prototype && !Object.hasOwn(parent, 'events')
+    const own = Object.getPrototypeOf(parent) === handle.Session.prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
     const length = own ? parent.seq : events.length
     const seqAt = (i) => (own ? i : events[i].seq)
-    const typeAt = (i) => (own ? core.internal.typeAt(parent, i) : events[i].type)
+    const typeAt = (i) => (own ? handle.typeAt(parent, i) : events[i].type)
     let end = 0
     if (boundary !== undefined || length > 0) {
       const b = boundary === undefined ? seqAt(length - 1) : boundary
@@ -346,10 +338,10 @@ class SessionStore {
       // Copies of its events `0..=b` as a session of this package, which
       // `create` takes as it is (`options.from`): what a seed of them gives,
       // without each event copied, stringified and checked again.
-      return this.create(childSessionId, { from: core.internal.detachedPrefix(parent, end), meta })
+      return this.create(childSessionId, { from: handle.detachedPrefix(parent, end), meta })
     }
     return this.create(childSessionId, { seed: own ? [] : events.slice(0, end), meta })
   }
 }
 
-module.exports = { SessionStore, SessionForkError, useCore }
+module.exports = { SessionStore, SessionForkError }

@@ -9,7 +9,5 @@ export type {
   PostgresSessionStoreOptions,
   StoredSession,
 } from '../index'
-/** Internal: hand the stores the session core they work with. */
-export declare function useCore(index: unknown): void
 /** Internal (dsh-session repair): load `id` as its writer; rejects with `SESSION_IN_USE` while another store holds it. */
 export declare function loadAsWriter(store: unknown, id: string): Promise<unknown>

@@ -12,20 +12,9 @@ const path = require('node:path')
 const { NativeStore, PayloadChannel } = require('../binding.js')
 const { fail, callerFrames, withFrames } = require('./errors.js')
 
-// The session core these stores work with. index.js hands over its own
-// (`useCore`), so a store and the sessions it flushes share one module
-// instance even where a loader evaluates index.js twice; otherwise it is
-// required lazily (index.js re-exports this module: no require cycle).
-let api
-function useCore(index) {
-  const internal = index[Symbol.for('dsh-session-native.internal')]
-  if (internal === undefined) throw fail('dsh-session-native: internal hooks are missing', 'INTERNAL')
-  api = { Session: index.Session, snapshotJsonValue: index.snapshotJsonValue, internal }
-}
-function core() {
-  if (api === undefined) useCore(require('../index.js'))
-  return api
-}
+// The session core these stores work with, by name (lib/core/handle.js).
+const handle = require('./core/handle.js')
+const { snapshotJsonValue } = require('./core/json.js')
 
 const noop = () => {}
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
@@ -129,7 +118,6 @@ class SessionStoreBase {
    */
   create(header) {
     return this.#start(() => {
-      const { snapshotJsonValue } = core()
       const copy = header !== null && typeof header === 'object' && !Array.isArray(header)
         ? snapshotJsonValue(header)
         : undefined
@@ -147,7 +135,7 @@ class SessionStoreBase {
   append(id, events) {
     return this.#start(() => {
       checkId(id)
-      const json = core().internal.snapshotEvents(events)
+      const json = handle.snapshotEvents(events)
       return this.#chain(id, () => this.#native.append(id, json))
     })
   }
@@ -174,7 +162,7 @@ class SessionStoreBase {
    * events that enter its surface arrive in batches (about 60 KB each, one
    * per event-loop turn) and are parsed here; the rest after the load, a
    * run of them (256 KiB of text, or one longer payload) per turn
-   * (`internal.warm`). `{ write: true }`: as `load`'s; the store then
+   * (`handle.warm`). `{ write: true }`: as `load`'s; the store then
    * knows the session holds the stored log, so its first flush writes only
    * what was appended (a reader's session is compared with storage first).
    */
@@ -182,16 +170,15 @@ class SessionStoreBase {
     return this.#start(() => {
       checkId(id)
       const write = writeOption(options, 'open')
-      const { internal } = core()
       return this.#chain(id, async () => {
-        const channel = new PayloadChannel(internal.liftMin)
+        const channel = new PayloadChannel(handle.limits.liftMin)
         const opening = this.#native.open(id, channel, write)
         // Its failure is awaited below; the batches may stop before it.
         opening.catch(() => {})
         const parsed = new Map()
-        for (let batch = await channel.next(); batch !== null; batch = await channel.next()) internal.takeBatch(batch, parsed)
-        const session = internal.wrapNative(await opening)
-        await internal.warm(session, parsed)
+        for (let batch = await channel.next(); batch !== null; batch = await channel.next()) handle.takeBatch(batch, parsed)
+        const session = handle.fromNative(await opening)
+        await handle.warm(session, parsed)
         return session
       })
     })
@@ -204,13 +191,12 @@ class SessionStoreBase {
    */
   flush(session) {
     return this.#start(() => {
-      const { Session, internal } = core()
-      if (!(session instanceof Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
+      if (!(session instanceof handle.Session)) throw fail('flush expects a Session', 'INVALID_ARGUMENT')
       const id = session.id
       checkId(id)
       // The range ends here, at the call: later appends wait for the next flush.
-      const source = internal.flushSource(session)
-      return this.#chain(id, () => this.#flushRange(session, internal, source, id))
+      const source = handle.flushSource(session)
+      return this.#chain(id, () => this.#flushRange(session, source, id))
     })
   }
 
@@ -220,11 +206,11 @@ class SessionStoreBase {
    * what it holds. The texts the native log holds are read off the main
    * thread; the session's own events are stringified a part per turn.
    */
-  async #flushRange(session, internal, { native, prefix, to }, id) {
+  async #flushRange(session, { native, prefix, to }, id) {
     let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
     for (;;) {
       const liveFrom = Math.max(start, prefix)
-      const parts = await internal.liveParts(session, liveFrom, to)
+      const parts = await handle.liveParts(session, liveFrom, to)
       const written = await this.#native.flush(native.flushSource(), id, start, to, liveFrom, parts)
       if (written >= 0 || start === 0) return Math.max(written, 0)
       start = 0
@@ -334,8 +320,6 @@ class PostgresSessionStore extends SessionStoreBase {
 }
 
 module.exports = { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA }
-// For index.js: `useCore(module.exports)` once its exports (and internal hooks) are set.
-Object.defineProperty(module.exports, 'useCore', { value: useCore })
 // For bin/dsh-session.js: a repair loads as the session's writer, so it never
 // writes (nor claims to) while another store holds the session.
 Object.defineProperty(module.exports, 'loadAsWriter', { value: (store, id) => store.load(id, { write: true }) })

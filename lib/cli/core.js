@@ -5,14 +5,14 @@
 // come from here; the CLI re-derives none of them.
 
 const api = require('../../index.js')
-const { binding, wrapNative } = api[Symbol.for('dsh-session-native.internal')]
+const { binding, fromNative } = require('../core/handle.js')
 const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter } = require('../stores.js')
 
 /** The messages a native log derives (through the one derivation, in the Session). */
 function deriveNative(native) {
-  return wrapNative(native).deriveMessages()
+  return fromNative(native).deriveMessages()
 }
 
 module.exports = {
-  api, binding, wrapNative, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter,
+  api, binding, fromNative, deriveNative, JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter,
 }

@@ -1,46 +1,34 @@
 'use strict'
-// The Session class (SPEC 3-6, 10).
+// The Session class (SPEC 3-6, 10): a thin facade over two parts, each the
+// one owner of its state (their first screens say more):
 //
-// One owner for every piece of session state:
+// - `#events` (lib/core/events.js): the native log (texts of the events it
+//   was given, the surface, the header fold, the session header) and the
+//   frozen events appended here, which JS owns.
+// - `#derived` (lib/core/derived.js): the derived messages per surface
+//   node, in an explicit state (fresh / stale / borrowed).
 //
-// | state                                                  | owner                                  | what the other side holds |
-// |--------------------------------------------------------|----------------------------------------|---------------------------|
-// | events given as text (a seed, a read, a fork's copy):  | native log (`NativeSession`), events   | objects parsed when read  |
-// |   their texts, kinds, times, surface ops               |   `0..#prefix`                         |   (`events`, derive)      |
-// | events appended here (live): the frozen objects        | JS (`#objs`), events `#prefix..#seq`   | nothing: a store's flush, |
-// |                                                        |                                        |   `toJsonl` write their   |
-// |                                                        |                                        |   text, nobody keeps it   |
-// | the surface (order, `replaceGeneration`, every rule)   | native log (`surface.rs`)              | `#nodes`: changed only by |
-// |                                                        |                                        |   the effect an append    |
-// |                                                        |                                        |   returns                 |
-// | the header fold (which event is the latest header)     | native log                             | a "stale" flag            |
-// | the session header                                     | native log                             | the frozen object parsed  |
-// |                                                        |                                        |   once                    |
-// | derived messages, the canonical request header         | JS (`derive.js`, `header.js`)          | nothing                   |
-//
-// An event is never edited, so an object parsed from a native text is a
-// cache of it; a fork starts with its parent's caches of the events they
-// share (`#shareDerived`: frozen values, each session its own maps and
-// arrays); the service's fork, whose child must hold copies, copies the
-// messages at its first derive (`#borrowDerived`). The per-step calls cost
-// O(new surface nodes): `deriveMessages()` derives only nodes it has not
-// seen, from objects already in JS; `requestHeader()` is a cached object.
+// The facade holds what appends change and JS reads: `#nodes` (a view of
+// the native surface order, changed only by the effect an append returns),
+// the cached request header (stale when an effect says the fold moved),
+// the attachments (SPEC 10) and the SPEC 9 trace. Every way of building a
+// session (a seed, a continuation `from` another session, `fromJsonl`, a
+// store's open, a shared or a detached fork) makes a parts object and goes
+// through one factory, `#init`. The stores, the service and the CLI reach
+// a session's parts by name through lib/core/handle.js.
 
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
-const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, copyFrozen, parseFrozen, snapshotEvents } = require('./json.js')
-const { deriveFrozen, deriveEventMessage } = require('./derive.js')
+const { fail, snapshot, deepFreeze, copyFrozen, parseFrozen, FAIL } = require('./json.js')
+const { deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
+const { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, takeBatch, seedParts } = require('./events.js')
+const { Derived } = require('./derived.js')
 
-const { NativeSession, JsonlReading } = binding
+const { JsonlReading } = binding
 const { freeze } = Object
-const isArray = Array.isArray
 
-/** Types whose appends the native surface fold must see (the list lives in Rust). */
-const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes())
-/** Whether a derive or the header fold reads events of this type (JS keeps their objects). */
-const readByFolds = (type) => SURFACE_TYPES.has(type) || type === 'request/header'
 /** Bits of the effect `NativeSession.append` returns. */
 const EFFECT_SURFACE = 3
 const EFFECT_APPEND = 1
@@ -48,45 +36,17 @@ const EFFECT_REPLACE = 2
 const EFFECT_HEADER = 4
 
 const INTERNAL = Symbol('internal construction')
-/** Seed events checked and handed over per native call. */
-const SEED_SLICE = 2048
-/** A surface node whose message is to be derived (`#derivedOf`). */
-const PENDING = Symbol('pending')
-/** Events parsed per native call when `events` is first read. */
-const EVENTS_SLICE = 8192
-/** Internal hooks for the stores and tools of this package (not public API). */
-const internal = { binding, snapshotEvents, parseFrozen }
-const reportObserverError = (error) => {
-  console.error('[dsh-session-native] session observer failed:', error)
-}
-
-/** Live events whose texts are built per event-loop turn: a few ms of `JSON.stringify` (why this many: benchmark/README.md). */
-const LIVE_PART_EVENTS = 1024
-const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-
-/**
- * The texts of `session`'s live events `from..to`, as UTF-8 parts built a
- * part per event-loop turn (a live session of a million events would
- * otherwise stringify them all at once on the main thread).
- */
-async function liveParts(session, from, to) {
-  const parts = []
-  for (let a = from; a < to; a += LIVE_PART_EVENTS) {
-    if (a > from) await nextTurn()
-    parts.push(Buffer.from(internal.liveLines(session, a, Math.min(to, a + LIVE_PART_EVENTS)), 'utf8'))
+const reportObserverError = (error) => console.error('[dsh-session-native] session observer failed:', error)
+/** Call an observer's hook: what it throws is reported, never thrown. */
+const guarded = (call) => {
+  try {
+    call()
+  } catch (error) {
+    reportObserverError(error)
   }
-  return parts
 }
-
-/** The native form of an event's surface fields (`{surfaceOp?, sourceEventSeqs?}`), or null. */
-function surfaceMetaJson(meta) {
-  if (meta.sourceEventSeqs === undefined && meta.surfaceOp === undefined) return null
-  if (meta.sourceEventSeqs === undefined && meta.surfaceOp === 'append') return '{"surfaceOp":"append"}'
-  const out = {}
-  if (meta.sourceEventSeqs !== undefined) out.sourceEventSeqs = meta.sourceEventSeqs
-  if (meta.surfaceOp !== undefined) out.surfaceOp = meta.surfaceOp
-  return JSON.stringify(out)
-}
+/** Set by the class's static block (they read its private fields). */
+let partsOf, forkOf, build
 
 /**
  * A JSONL log reaches the native reader in parts, which it copies into pieces
@@ -102,7 +62,7 @@ const utf8Encoder = new TextEncoder()
 let pieceBuffer
 function readPieces(text) {
   pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
-  const reading = new JsonlReading(internal.liftMin)
+  const reading = new JsonlReading(limits.liftMin)
   for (let at = 0; at < text.length; ) {
     const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
     reading.push(pieceBuffer, written)
@@ -119,69 +79,18 @@ function readPieces(text) {
  */
 function readBytes(bytes) {
   const own = bytes.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes
-  return JsonlReading.ofBuffer(own, internal.liftMin)
-}
-
-/**
- * Parse a batch of payloads the native log handed over (`{ seqs, json,
- * holes }`: src/log/lift.rs) into `into` (seq -> { type, data }, data
- * frozen): the skeleton is parsed, then each long string the native side
- * decoded off this thread is put in its place (`holes`: at, path, string),
- * before freezing.
- */
-function takeBatch({ seqs, json, holes }, into) {
-  const flat = JSON.parse(json)
-  for (let h = 0; h < holes.length; h += 3) {
-    const path = holes[h + 1]
-    let target = flat
-    let key = 2 * holes[h] + 1
-    for (let i = 0; i < path.length; i++) {
-      target = target[key]
-      key = path[i]
-    }
-    target[key] = holes[h + 2]
-  }
-  for (let i = 0; i < seqs.length; i++) into.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
+  return JsonlReading.ofBuffer(own, limits.liftMin)
 }
 
 class Session {
-  /** The native log: texts of events `0..#prefix`, surface, session header, header fold. */
-  #native
+  #events
+  #derived
   #id
   #header
-  /** How many events the native log holds as text (fixed once built). */
-  #prefix = 0
-  /** Frozen events held in JS for seqs `#objsFrom..#seq` (`#objsFrom` is `#prefix`, or 0 once `events` was read). */
-  #objs = []
-  #objsFrom = 0
-  /**
-   * Payloads of events below `#objsFrom` that a derive or the header fold
-   * read (seq -> { type, data }, data frozen). When `events` is read, the
-   * parsed events take these `data` objects, so messages keep sharing them.
-   */
-  #payloads = new Map()
-  #seq = 0
-  #eventsCache = undefined
   /** View of the native surface order (see the top of this file). */
   #nodes = []
   #generation = 0
   #surface
-  /**
-   * What `#nodes[0..#derivedNodes]` derive to, a message or null per node
-   * (`PENDING` for the node a replace put in their place, derived when
-   * next asked), and those messages alone, in order (`#derived`, rebuilt
-   * from `#derivedOf` when a replace made it stale): a replace forgets the
-   * messages of the nodes it removed and keeps the others.
-   */
-  #derivedOf = []
-  #derived = []
-  #derivedNodes = 0
-  #derivedStale = false
-  /**
-   * `#derivedOf` holds another session's messages, to copy before they are
-   * listed (a detached fork: `#borrowDerived`).
-   */
-  #derivedBorrowed = false
   #headerStale = true
   #headerCache = undefined
   #attachments = []
@@ -191,160 +100,58 @@ class Session {
 
   constructor(id, seed, header, options) {
     if (id === INTERNAL) {
-      this.#adopt(seed, header, options)
-      return
-    }
-    if (typeof id !== 'string') throw fail('session id must be a string', 'INVALID_ARGUMENT')
-    if (seed instanceof Session && options?.invariants !== true) {
-      this.#continue(id, seed, header)
-      return
-    }
-    if (seed instanceof Session) seed = seed.events
-    const now = Date.now()
-    if (seed !== undefined && seed !== null && !isArray(seed)) {
-      throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
-    }
-    const native = NativeSession.create(id, null, null, now)
-    const length = seed?.length ?? 0
-    // The seed is checked and handed to the native log in slices: each
-    // slice's copies die young, and no transient holds the whole seed. The
-    // log keeps the texts; JS keeps (frozen) only the events a derive or the
-    // header fold reads, and parses the others when `events` is read.
-    const payloads = this.#payloads
-    const traced = options?.invariants === true ? [] : undefined
-    // A long seed's slices are checked on a native helper thread while
-    // this one copies the next slice.
-    const helped = length > SEED_SLICE
-    const hand = (text) => (helped ? native.seedJsonAsync(text) : native.seedJson(text))
-    try {
-      for (let from = 0; from < length; from += SEED_SLICE) {
-        const to = Math.min(length, from + SEED_SLICE)
-        const copies = []
-        for (let i = from; i < to; i++) {
-          const copy = snapshotEvent(seed[i], false)
-          if (copy === FAIL) {
-            // An earlier event's error wins, as in a one-event-at-a-time check.
-            hand(JSON.stringify(copies))
-            native.finishSeed()
-            throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
-          }
-          copies.push(copy)
-        }
-        const text = JSON.stringify(copies)
-        hand(text)
-        if (traced !== undefined) traced.push(text)
-        for (let k = 0; k < copies.length; k++) {
-          const e = copies[k]
-          if (readByFolds(e.type)) {
-            payloads.set(from + k, { type: e.type, data: deepFreeze(e.data) })
-          }
-        }
-      }
-    } catch (error) {
-      // A throwing getter while the helper still checks earlier slices: an
-      // earlier event's error wins, and no helper thread is left waiting.
-      native.finishSeed()
-      throw error
-    }
-    native.finishSeed()
-    let headerObj
-    if (header !== undefined) {
-      // The seed is checked first: its error wins over the header's.
-      headerObj = snapshot(header, true)
-      if (headerObj === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
-      native.setHeader(JSON.stringify(headerObj))
-    }
-    if (traced !== undefined) {
-      const trace = binding.InvariantTrace.fromEventsJson('[]')
-      for (const text of traced) trace.extend(text)
-      this.#trace = trace
-    }
-    this.#native = native
-    this.#id = id
-    this.#header = headerObj ?? parseFrozen(native.headerJson())
-    this.#seq = length
-    this.#prefix = length
-    this.#objsFrom = length
-    this.#loadNativeState()
-  }
-
-  /**
-   * A session holding `source`'s whole log under `id` and `header` (a
-   * resume: `ctx.sessions.create(id, { from: await store.open(id) })`),
-   * without checking it event by event again: the log's texts are shared,
-   * its surface replayed from the kept surface ops, `source`'s own events
-   * and what it derived (frozen) taken as they are. A store that knew
-   * `source`'s log as its stored log knows this one's (the native token
-   * moves here; `source` gets a new one, and a store it wrote compares it
-   * in full before writing it again).
-   */
-  #continue(id, source, header) {
-    let headerText = JSON.stringify({ version: 0, id, createdAt: Date.now() })
-    if (header !== undefined) {
-      const copy = snapshot(header, true)
-      if (copy === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
-      headerText = JSON.stringify(copy)
-    }
-    const { native, live, cached } = source.#forkParts(source.#seq, id)
-    native.setHeader(headerText)
-    native.takeToken(source.#native)
-    this.#adopt(native, live, cached)
-    // The same surface over the same events: the same messages and payloads.
-    this.#shareDerived(source)
-  }
-
-  /**
-   * A native log under `id` holding this session's events `0..end`: the
-   * texts the log holds (shared when all), then this session's own events'
-   * surface and header effects replayed.
-   */
-  #forkNative(end, id) {
-    const prefix = Math.min(end, this.#prefix)
-    const child = this.#native.forkPrefix(prefix, id, Date.now(), end)
-    for (let seq = prefix; seq < end; seq++) {
-      const e = this.#objs[seq - this.#objsFrom]
-      if (SURFACE_TYPES.has(e.type) || e.type === 'request/header') child.append(e.type, seq, surfaceMetaJson(e), null)
-    }
-    return child
-  }
-
-  /**
-   * Wrap a native log: its texts (`native.length` events), then `live`
-   * (frozen events after them, whose effects the log already applied: a
-   * fork). `cached`: objects already parsed for the texts (a fork of a
-   * session whose `events` was read), kept so identities hold.
-   */
-  #adopt(native, live = [], cached = undefined) {
-    this.#native = native
-    this.#header = parseFrozen(native.headerJson())
-    this.#id = this.#header.id
-    this.#prefix = native.length
-    this.#seq = this.#prefix + live.length
-    if (cached !== undefined && cached.length === this.#prefix) {
-      this.#objs = cached.concat(live)
-      this.#objsFrom = 0
+      this.#init(seed)
+    } else if (typeof id !== 'string') {
+      throw fail('session id must be a string', 'INVALID_ARGUMENT')
+    } else if (seed instanceof Session && options?.invariants !== true) {
+      this.#init(seed.#continuation(id, header))
     } else {
-      this.#objs = live
-      this.#objsFrom = this.#prefix
+      this.#init(seedParts(id, seed instanceof Session ? seed.events : seed, header, options?.invariants === true))
     }
-    this.#loadNativeState()
   }
 
-  #loadNativeState() {
-    const native = this.#native
-    const nodes = native.surfaceNodes()
-    for (let i = 0; i < nodes.length; i++) this.#nodes.push(nodes[i])
+  /**
+   * The one factory. `parts`: a native log (`native`) and what JS holds of
+   * it (`Events`: `live`, `cached`, `payloads`); `header` when already
+   * parsed; `trace`; `parent`, a session to start from (the payloads it
+   * parsed and the messages it derived for the surface nodes they share),
+   * or to copy those messages from when `detached`.
+   */
+  #init({ native, live, cached, payloads, header, trace, parent, detached = false }) {
+    const events = new Events(native, live, cached, payloads)
+    this.#events = events
+    this.#header = header ?? parseFrozen(native.headerJson())
+    this.#id = this.#header.id
+    this.#trace = trace
+    const nodes = this.#nodes
+    const surfaceNodes = native.surfaceNodes()
+    for (let i = 0; i < surfaceNodes.length; i++) nodes.push(surfaceNodes[i])
     this.#generation = native.replaceGeneration
-    const nodesRef = this.#nodes
     const self = this
-    this.#surface = freeze({
-      get nodes() {
-        return nodesRef
-      },
-      get replaceGeneration() {
-        return self.#generation
-      },
-    })
+    this.#surface = freeze({ get nodes() { return nodes }, get replaceGeneration() { return self.#generation } })
+    this.#derived = new Derived(nodes, events)
+    if (parent !== undefined) {
+      if (!detached) events.sharePayloads(parent.#events)
+      this.#derived.shareFrom(parent.#derived, detached)
+    }
+  }
+
+  /**
+   * The parts of a session holding this one's whole log under `id` and
+   * `header` (a resume: `ctx.sessions.create(id, { from: await
+   * store.open(id) })`), without checking it event by event again: the
+   * log's texts are shared, its surface replayed from the kept surface
+   * ops, this session's own events and what it derived (frozen) taken as
+   * they are. A store that knew this log as its stored log knows the new
+   * one's (the native token moves there; this one gets a new one, and a
+   * store it wrote compares it in full before writing it again).
+   */
+  #continuation(id, header) {
+    const headerText = JSON.stringify(header === undefined ? { version: 0, id, createdAt: Date.now() } : headerCopy(header))
+    const parts = this.#events.forkParts(this.#events.seq, id)
+    parts.native.setHeader(headerText)
+    parts.native.takeToken(this.#events.native)
+    return { ...parts, parent: this }
   }
 
   static fromJsonl(text) {
@@ -369,99 +176,17 @@ class Session {
       throw error
     }
     // A defective log throws its error (`code`, `line`) from here.
-    const session = new Session(INTERNAL, reading.finish())
-    if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
+    const session = new Session(INTERNAL, { native: reading.finish() })
+    if (parsed.size > 0) session.#events.materialize(session.#nodes, parsed)
     return session
   }
 
-  get id() {
-    return this.#id
-  }
 
-  get header() {
-    return this.#header
-  }
-
-  get seq() {
-    return this.#seq
-  }
-
-  get surface() {
-    return this.#surface
-  }
-
-  get events() {
-    if (this.#eventsCache !== undefined) return this.#eventsCache
-    if (this.#objsFrom > 0) {
-      // In slices: the JSON text of a whole long log at once would be a
-      // transient as large as the log, twice (native and JS).
-      // A payload already parsed (for a message or the header) keeps its
-      // identity, and its text crosses without it (`data` null).
-      const payloads = this.#payloads
-      const held = Uint32Array.from(payloads.keys()).sort()
-      const head = []
-      for (let from = 0; from < this.#objsFrom; from += EVENTS_SLICE) {
-        const slice = JSON.parse(this.#native.eventsJson(from, Math.min(from + EVENTS_SLICE, this.#objsFrom), held))
-        for (let i = 0; i < slice.length; i++) {
-          const e = slice[i]
-          const known = payloads.get(from + i)
-          if (known !== undefined) e.data = known.data
-          head.push(deepFreeze(e))
-        }
-      }
-      this.#objs = head.concat(this.#objs)
-      this.#objsFrom = 0
-      payloads.clear()
-    }
-    this.#eventsCache = freeze(this.#objs.slice())
-    return this.#eventsCache
-  }
-
-  /** `{ type, data }` of the event at `seq`, data frozen (materialized: see `#materialize`). */
-  #payloadAt(seq) {
-    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#payloads.get(seq)
-  }
-
-  /**
-   * Parse, in one native call, the payloads of the events at `seqs` that JS
-   * does not hold yet. Given `parsed` (seq -> { type, data }, data frozen,
-   * parsed from the log's texts while it was read: `fromJsonl`), only those
-   * it holds are taken, from there; the others wait for a derive.
-   */
-  #materialize(seqs, parsed) {
-    const from = this.#objsFrom
-    const payloads = this.#payloads
-    const missing = []
-    for (let i = 0; i < seqs.length; i++) {
-      const seq = seqs[i]
-      if (seq >= from || payloads.has(seq)) continue
-      if (parsed === undefined) {
-        missing.push(seq)
-      } else {
-        const known = parsed.get(seq)
-        if (known !== undefined) payloads.set(seq, known)
-      }
-    }
-    if (missing.length === 0) return
-    takeBatch(this.#native.payloads(Uint32Array.from(missing), internal.liftMin), payloads)
-  }
-
-  /** Whether event `seq` is a `turn/end`. */
-  #isTurnEnd(seq) {
-    return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom].type === 'turn/end' : this.#native.isTurnEnd(seq)
-  }
-
-  /** The texts of live events `from..to` (`from` at least `#prefix`), a line each. */
-  #liveLines(from, to) {
-    if (to <= from) return ''
-    // One join, not `+=`: a flat string, which UTF-8 encodes at twice the
-    // speed of a rope of concatenations (benchmark/README.md).
-    const objs = this.#objs
-    const lines = []
-    for (let i = from - this.#objsFrom; i < to - this.#objsFrom; i++) lines.push(JSON.stringify(objs[i]))
-    lines.push('')
-    return lines.join('\n')
-  }
+  get id() { return this.#id }
+  get header() { return this.#header }
+  get seq() { return this.#events.seq }
+  get surface() { return this.#surface }
+  get events() { return this.#events.all() }
 
   append(type, data, opts) {
     if (typeof type !== 'string') throw fail('session event type must be a string', 'INVALID_ARGUMENT')
@@ -473,7 +198,7 @@ class Session {
     if (dataCopy === FAIL) {
       throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')
     }
-    const native = this.#native
+    const native = this.#events.native
     // The legacy vocabulary rule needs the payload of request/header* events.
     let dataText = null
     if (type.startsWith('request/header')) {
@@ -495,7 +220,7 @@ class Session {
     if (this.#appending) {
       throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
     }
-    const seq = this.#seq
+    const seq = this.#events.seq
     const time = Date.now()
     const event = { type, seq, time, data: dataCopy }
     if (metaCopy !== undefined) {
@@ -551,41 +276,28 @@ class Session {
     if (surface === EFFECT_APPEND) {
       this.#nodes.push(seq)
     } else if (surface === EFFECT_REPLACE) {
-      const [startIdx, endIdx] = this.#native.lastReplace()
+      const [startIdx, endIdx] = this.#events.native.lastReplace()
       this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
-      this.#forgetDerived(startIdx, endIdx)
+      this.#derived.forget(startIdx, endIdx)
       this.#generation += 1
     }
     if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
-    this.#objs.push(event)
-    this.#seq = seq + 1
-    this.#eventsCache = undefined
+    this.#events.push(event)
   }
 
   #vetoed(attachment, error, event) {
-    if (typeof attachment.onVeto !== 'function') return
-    try {
-      attachment.onVeto(error, event, this)
-    } catch (inner) {
-      reportObserverError(inner)
-    }
+    if (typeof attachment.onVeto === 'function') guarded(() => attachment.onVeto(error, event, this))
   }
 
   #notify(attachment, event) {
-    const report = (error) => {
-      try {
-        if (typeof attachment.onObserverError === 'function') attachment.onObserverError(error, event, this)
-        else reportObserverError(error)
-      } catch (inner) {
-        reportObserverError(inner)
-      }
-    }
+    const report = (error) => guarded(() => {
+      if (typeof attachment.onObserverError === 'function') attachment.onObserverError(error, event, this)
+      else reportObserverError(error)
+    })
     if (typeof attachment.afterCommit !== 'function') return
     try {
       const result = attachment.afterCommit(event, this)
-      if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-        result.then(undefined, report)
-      }
+      if (result !== null && typeof result === 'object' && typeof result.then === 'function') result.then(undefined, report)
     } catch (error) {
       report(error)
     }
@@ -608,63 +320,9 @@ class Session {
   deriveMessages() {
     // A model step: the texts a read left raw are kept compressed from the
     // step after the compressor (started by the read) is done.
-    if (this.#prefix > 0) this.#native.settle()
-    this.#deriveUpTo(this.#nodes.length)
-    return this.#derived.slice()
-  }
-
-  /**
-   * Derive the messages of surface nodes up to position `end` (those not
-   * derived yet, and the node a replace left pending); whether nodes after
-   * `end` are left.
-   */
-  #deriveUpTo(end) {
-    if (this.#derivedStale) this.#rederive()
-    const nodes = this.#nodes
-    const to = Math.min(end, nodes.length)
-    const from = this.#derivedNodes
-    if (from < to) {
-      if (this.#objsFrom > 0) this.#materialize(from === 0 && to === nodes.length ? nodes : nodes.slice(from, to))
-      const derived = this.#derived
-      const derivedOf = this.#derivedOf
-      for (let i = from; i < to; i++) {
-        const message = deriveFrozen(this.#payloadAt(nodes[i]))
-        derivedOf.push(message)
-        if (message !== null) derived.push(message)
-      }
-      this.#derivedNodes = to
-    }
-    return to < nodes.length
-  }
-
-  /** Surface nodes `start..end` were replaced by one (`#nodes` spliced): forget their messages. */
-  #forgetDerived(start, end) {
-    if (start >= this.#derivedNodes) return
-    if (end >= this.#derivedNodes) {
-      this.#derivedOf.length = start
-      this.#derivedNodes = start
-    } else {
-      this.#derivedOf.splice(start, end - start + 1, PENDING)
-      this.#derivedNodes -= end - start
-    }
-    this.#derivedStale = true
-  }
-
-  /** Derive the nodes replaces left `PENDING`, then list the messages again. */
-  #rederive() {
-    if (this.#derivedBorrowed) {
-      this.#derivedOf = this.#derivedOf.map((m) => (m === null || m === PENDING ? m : copyFrozen(m)))
-      this.#derivedBorrowed = false
-    }
-    const derivedOf = this.#derivedOf
-    const pending = []
-    for (let i = 0; i < derivedOf.length; i++) if (derivedOf[i] === PENDING) pending.push(i)
-    if (pending.length > 0) {
-      if (this.#objsFrom > 0) this.#materialize(pending.map((i) => this.#nodes[i]))
-      for (const i of pending) derivedOf[i] = deriveFrozen(this.#payloadAt(this.#nodes[i]))
-    }
-    this.#derived = derivedOf.filter((message) => message !== null)
-    this.#derivedStale = false
+    if (this.#events.prefix > 0) this.#events.native.settle()
+    this.#derived.upTo(this.#nodes.length)
+    return this.#derived.list.slice()
   }
 
   deriveEventMessage(event) {
@@ -673,12 +331,12 @@ class Session {
 
   requestHeader() {
     if (this.#headerStale) {
-      const seq = this.#native.requestHeaderSeq
+      const seq = this.#events.native.requestHeaderSeq
       if (seq < 0) {
         this.#headerCache = undefined
       } else {
-        this.#materialize([seq])
-        this.#headerCache = deepFreeze(canonicalForm(this.#payloadAt(seq).data.header))
+        this.#events.materialize([seq])
+        this.#headerCache = deepFreeze(canonicalForm(this.#events.payloadAt(seq).data.header))
       }
       this.#headerStale = false
     }
@@ -686,11 +344,12 @@ class Session {
   }
 
   toJsonl() {
-    const limit = internal.stringLimit
-    const head = this.#native.toJsonl(limit)
+    const limit = limits.stringLimit
+    const events = this.#events
+    const head = events.native.toJsonl(limit)
     let live
     try {
-      live = this.#liveLines(this.#prefix, this.#seq)
+      live = events.liveLines(events.prefix, events.seq)
     } catch (error) {
       if (!(error instanceof RangeError)) throw error
       live = undefined
@@ -715,8 +374,9 @@ class Session {
     if (typeof file !== 'string' || file.length === 0) {
       throw fail('writeJsonl expects a file path', 'INVALID_ARGUMENT')
     }
-    const source = this.#native.flushSource()
-    const parts = await liveParts(this, this.#prefix, this.#seq)
+    const events = this.#events
+    const source = events.native.flushSource()
+    const parts = await events.liveParts(events.prefix, events.seq)
     return binding.writeJsonl(source, path.resolve(file), parts)
   }
 
@@ -730,7 +390,7 @@ class Session {
     if (childId !== undefined && typeof childId !== 'string') {
       throw fail('fork child id must be a string', 'INVALID_ARGUMENT')
     }
-    const seq = this.#seq
+    const seq = this.#events.seq
     if (boundary !== undefined && boundary >= seq) {
       throw fail(
         `fork boundary ${boundary} does not exist in session "${this.#id}" (last seq: ${seq === 0 ? 'none' : seq - 1})`,
@@ -738,146 +398,31 @@ class Session {
       )
     }
     const end = boundary === undefined ? seq : boundary + 1
-    if (end > 0 && !this.#isTurnEnd(end - 1)) {
+    if (end > 0 && !this.#events.isTurnEnd(end - 1)) {
       throw fail(`fork boundary ${end - 1} in session "${this.#id}" is not a turn/end`, 'INVALID_BOUNDARY')
     }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
-    return this.#forkPrefix(end, id, false)
+    return this.#fork(end, id, false)
   }
 
   /**
-   * A session holding this one's events `0..end` under `id`. This
-   * session's own events up to `end` go to it as the same frozen objects,
-   * and it starts from what this one parsed and derived (`#shareDerived`);
-   * or, `detached`, as copies, and it parses and derives its own.
+   * A session holding this one's events `0..end` under `id`: this one's own
+   * events up to `end` as the same frozen objects, starting from what this
+   * one parsed and derived; or, `detached` (the service's fork, SPEC 12.6),
+   * as copies, with copies of the messages at its first derive.
    */
-  #forkPrefix(end, id, detached) {
-    const { native, live, cached } = this.#forkParts(end, id)
-    if (detached) {
-      const session = new Session(INTERNAL, native, live.map(copyFrozen))
-      session.#borrowDerived(this)
-      return session
-    }
-    const session = new Session(INTERNAL, native, live, cached)
-    session.#shareDerived(this)
-    return session
-  }
-
-  /**
-   * What a session holding this one's events `0..end` under `id` is built
-   * from (`#adopt`): the native log (`#forkNative`), this session's own
-   * events up to `end`, and the objects it parsed of the texts when it
-   * holds all of them (`events` was read).
-   */
-  #forkParts(end, id) {
-    const prefix = Math.min(end, this.#prefix)
-    return {
-      native: this.#forkNative(end, id),
-      live: this.#objs.slice(prefix - this.#objsFrom, end - this.#objsFrom),
-      cached: this.#objsFrom === 0 ? this.#objs.slice(0, prefix) : undefined,
-    }
-  }
-
-  /**
-   * Take what `parent` parsed and derived for this fork's events: the
-   * payloads it holds (so this fork's `events` give the same frozen
-   * values), and the messages of the surface nodes this fork's surface
-   * starts with (a node's message is its event's alone, SPEC 6). Its first
-   * derive then lists them instead of parsing every payload again.
-   */
-  #shareDerived(parent) {
-    if (parent.#objsFrom > 0) {
-      const end = this.#objsFrom
-      const payloads = this.#payloads
-      parent.#payloads.forEach((payload, seq) => {
-        if (seq < end) payloads.set(seq, payload)
-      })
-    }
-    this.#shareMessages(parent)
-  }
-
-  /** `parent`'s messages of the surface nodes this session's surface starts with (see `#shareDerived`). */
-  #shareMessages(parent) {
-    const nodes = this.#nodes
-    const theirs = parent.#nodes
-    const n = Math.min(nodes.length, parent.#derivedNodes)
-    let k = 0
-    while (k < n && nodes[k] === theirs[k]) k++
-    if (k === 0) return
-    this.#derivedOf = parent.#derivedOf.slice(0, k)
-    this.#derivedNodes = k
-    this.#derivedStale = true
-    this.#derivedBorrowed = parent.#derivedBorrowed
-  }
-
-  /**
-   * A detached fork starts from the messages `parent` derived for the
-   * surface nodes the two share, as `#shareDerived` does, but its own: its
-   * first derive copies them (`copyFrozen`: new objects around the same
-   * strings, a fifth of what parsing their payloads again costs) before it
-   * lists them. Until then it holds the parent's frozen messages, never
-   * handing them out.
-   */
-  #borrowDerived(parent) {
-    this.#shareMessages(parent)
-    this.#derivedBorrowed = this.#derivedNodes > 0
+  #fork(end, id, detached) {
+    const { native, live, cached } = this.#events.forkParts(end, id)
+    if (detached) return new Session(INTERNAL, { native, live: live.map(copyFrozen), parent: this, detached })
+    return new Session(INTERNAL, { native, live, cached, parent: this })
   }
 
   static {
-    /** What a store's flush reads, fixed at its call: the native log and its text count, and the session's length. */
-    internal.flushSource = (session) => ({ native: session.#native, prefix: session.#prefix, to: session.#seq })
-    /** The texts of live events `from..to`, a line each. */
-    internal.liveLines = (session, from, to) => session.#liveLines(from, to)
-    /** `liveLines` as UTF-8 parts, a part per event-loop turn. */
-    internal.liveParts = liveParts
-    /** The longest string `toJsonl()` makes (V8's limit; tests lower it). */
-    internal.stringLimit = 0x1fffffe8
-    internal.wrapNative = (native) => new Session(INTERNAL, native)
-    /**
-     * For the service's fork (SPEC 12.6): a session holding copies of
-     * `session`'s events `0..end` (none of its objects), and the type of
-     * its event `seq`, without reading `events`.
-     */
-    internal.detachedPrefix = (session, end) => session.#forkPrefix(end, session.#id, true)
-    internal.typeAt = (session, seq) =>
-      seq >= session.#objsFrom ? session.#objs[seq - session.#objsFrom].type : JSON.parse(session.#native.eventsJson(seq, seq + 1, new Uint32Array(0)))[0].type
-    internal.takeBatch = takeBatch
-    /**
-     * Derive the messages of the surface a run of payloads at a time,
-     * yielding to the event loop between runs: a store's `open` runs this
-     * before it resolves, so that the first `deriveMessages()` only copies
-     * an array. Each run (at most 256 KiB of payload text, or one longer
-     * payload) is read on the libuv pool, its long strings decoded there,
-     * while this thread parses the run before it.
-     */
-    internal.warm = async (session, parsed) => {
-      const nodes = session.#nodes
-      const native = session.#native
-      const payloads = session.#payloads
-      const from = session.#objsFrom
-      // What the load handed over and is still on the surface.
-      if (parsed !== undefined && parsed.size > 0) session.#materialize(nodes, parsed)
-      const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
-      const read = (run) => {
-        const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))
-        const batch = native.payloadsLifted(Uint32Array.from(seqs), internal.liftMin)
-        // If this thread throws before awaiting it, its failure is not unhandled.
-        batch.catch(() => {})
-        return batch
-      }
-      let next = ends.length > 0 ? read(0) : undefined
-      for (let run = 0; run < ends.length; run++) {
-        const batch = await next
-        if (run + 1 < ends.length) next = read(run + 1)
-        takeBatch(batch, payloads)
-        session.#deriveUpTo(ends[run])
-      }
-      session.#deriveUpTo(nodes.length)
-    }
-    /** Strings of at least this many bytes of JSON cross decoded (undefined: the native default; tests lower it). */
-    internal.liftMin = undefined
+    /** For lib/core/handle.js: a session's parts, a fork of it, a session over a native log's parts. */
+    partsOf = (session) => ({ events: session.#events, derived: session.#derived })
+    forkOf = (session, end, detached) => session.#fork(end, session.#id, detached)
+    build = (parts) => new Session(INTERNAL, parts)
   }
 }
 
-
-module.exports = { Session, internal }
+module.exports = { Session, partsOf, forkOf, build }

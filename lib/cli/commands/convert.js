@@ -5,7 +5,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { resolveDestination, resolveLog } = require('../address.js')
-const { PostgresSessionStore, SqliteSessionStore, wrapNative } = require('../core.js')
+const { PostgresSessionStore, SqliteSessionStore, fromNative } = require('../core.js')
 const { CliError, CODES, fromPackageError, oneLine } = require('../errors.js')
 const { plural } = require('../format.js')
 const { out, outJson } = require('../output.js')
@@ -64,14 +64,14 @@ async function convert({ positionals, flags }) {
   if (to.kind === 'stdout') {
     // Through a string: a log past V8's string limit fails TOO_LARGE (convert to a file instead).
     try {
-      process.stdout.write(wrapNative(native).toJsonl())
+      process.stdout.write(fromNative(native).toJsonl())
     } catch (error) {
       throw fromPackageError(to.text, error)
     }
     return 0
   }
   if (to.kind === 'jsonl') {
-    await writeNewFile(to.path, wrapNative(native), to.text)
+    await writeNewFile(to.path, fromNative(native), to.text)
   } else {
     if (to.id !== undefined && to.id !== header.id) {
       throw new CliError(`${to.text}: the session id is ${JSON.stringify(header.id)}, not ${JSON.stringify(to.id)} (convert keeps the id)`, CODES.BAD_ADDRESS)
@@ -86,7 +86,7 @@ async function convert({ positionals, flags }) {
     }
     try {
       await store.create(header)
-      if (count > 0) await store.flush(wrapNative(native))
+      if (count > 0) await store.flush(fromNative(native))
     } catch (error) {
       throw fromPackageError(to.text, error)
     } finally {

@@ -9,7 +9,7 @@
 // results cross as JSON text or as a native session.
 
 const path = require('node:path')
-const { NativeStore, PayloadChannel } = require('../binding.js')
+const { NativeStore } = require('../binding.js')
 const { fail, callerFrames, withFrames } = require('./errors.js')
 
 // The session core these stores work with. index.js hands over its own
@@ -170,11 +170,8 @@ class SessionStoreBase {
   /**
    * The same load, straight into a `Session` (events stay native until
    * read). It resolves once the payloads the first `deriveMessages()` reads
-   * are parsed: while the log loads off this thread, the payloads of the
-   * events that enter its surface arrive in batches (about 60 KB each, one
-   * per event-loop turn) and are parsed here; the rest after the load, a
-   * run of them (256 KiB of text, or one longer payload) per turn
-   * (`internal.warm`). `{ write: true }`: as `load`'s; the store then
+   * are parsed, after the load, a run of them (256 KiB of text, or one
+   * longer payload) per event-loop turn (`internal.warm`). `{ write: true }`: as `load`'s; the store then
    * knows the session holds the stored log, so its first flush writes only
    * what was appended (a reader's session is compared with storage first).
    */
@@ -184,14 +181,8 @@ class SessionStoreBase {
       const write = writeOption(options, 'open')
       const { internal } = core()
       return this.#chain(id, async () => {
-        const channel = new PayloadChannel(internal.liftMin)
-        const opening = this.#native.open(id, channel, write)
-        // Its failure is awaited below; the batches may stop before it.
-        opening.catch(() => {})
-        const parsed = new Map()
-        for (let batch = await channel.next(); batch !== null; batch = await channel.next()) internal.takeBatch(batch, parsed)
-        const session = internal.wrapNative(await opening)
-        await internal.warm(session, parsed)
+        const session = internal.wrapNative(await this.#native.open(id, write))
+        await internal.warm(session)
         return session
       })
     })

@@ -102,7 +102,7 @@ const utf8Encoder = new TextEncoder()
 let pieceBuffer
 function readPieces(text) {
   pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
-  const reading = new JsonlReading(internal.liftMin)
+  const reading = new JsonlReading()
   for (let at = 0; at < text.length; ) {
     const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
     reading.push(pieceBuffer, written)
@@ -119,28 +119,16 @@ function readPieces(text) {
  */
 function readBytes(bytes) {
   const own = bytes.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes
-  return JsonlReading.ofBuffer(own, internal.liftMin)
+  return JsonlReading.ofBuffer(own)
 }
 
 /**
- * Parse a batch of payloads the native log handed over (`{ seqs, json,
- * holes }`: src/log/lift.rs) into `into` (seq -> { type, data }, data
- * frozen): the skeleton is parsed, then each long string the native side
- * decoded off this thread is put in its place (`holes`: at, path, string),
- * before freezing.
+ * Parse the payloads of the events at `seqs` (`json`: the native log's
+ * `[type, data, ...]` of them) into `into` (seq -> { type, data }, data
+ * frozen).
  */
-function takeBatch({ seqs, json, holes }, into) {
+function takePayloads(seqs, json, into) {
   const flat = JSON.parse(json)
-  for (let h = 0; h < holes.length; h += 3) {
-    const path = holes[h + 1]
-    let target = flat
-    let key = 2 * holes[h] + 1
-    for (let i = 0; i < path.length; i++) {
-      target = target[key]
-      key = path[i]
-    }
-    target[key] = holes[h + 2]
-  }
   for (let i = 0; i < seqs.length; i++) into.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
 }
 
@@ -357,21 +345,10 @@ class Session {
       }
       reading = readBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
     }
-    // The log is read on native threads; meanwhile this thread parses (and
-    // freezes) the payloads of the events that enter the surface, which the
-    // first derive reads (see src/log/resume.rs).
-    const parsed = new Map()
-    try {
-      for (let batch = reading.next(); batch !== null; batch = reading.next()) takeBatch(batch, parsed)
-    } catch (error) {
-      // The read lets the caller's Buffer go before anything else runs.
-      try { reading.finish() } catch {}
-      throw error
-    }
-    // A defective log throws its error (`code`, `line`) from here.
-    const session = new Session(INTERNAL, reading.finish())
-    if (parsed.size > 0) session.#materialize(session.#nodes, parsed)
-    return session
+    // The log is read on native threads (src/log/resume.rs); a defective
+    // log throws its error (`code`, `line`) from here, and the read lets
+    // the caller's Buffer go before anything else runs.
+    return new Session(INTERNAL, reading.finish())
   }
 
   get id() {
@@ -422,28 +399,18 @@ class Session {
     return seq >= this.#objsFrom ? this.#objs[seq - this.#objsFrom] : this.#payloads.get(seq)
   }
 
-  /**
-   * Parse, in one native call, the payloads of the events at `seqs` that JS
-   * does not hold yet. Given `parsed` (seq -> { type, data }, data frozen,
-   * parsed from the log's texts while it was read: `fromJsonl`), only those
-   * it holds are taken, from there; the others wait for a derive.
-   */
-  #materialize(seqs, parsed) {
+  /** Parse, in one native call, the payloads of the events at `seqs` that JS does not hold yet. */
+  #materialize(seqs) {
     const from = this.#objsFrom
     const payloads = this.#payloads
     const missing = []
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]
-      if (seq >= from || payloads.has(seq)) continue
-      if (parsed === undefined) {
-        missing.push(seq)
-      } else {
-        const known = parsed.get(seq)
-        if (known !== undefined) payloads.set(seq, known)
-      }
+      if (seq < from && !payloads.has(seq)) missing.push(seq)
     }
     if (missing.length === 0) return
-    takeBatch(this.#native.payloads(Uint32Array.from(missing), internal.liftMin), payloads)
+    const seqsOut = Uint32Array.from(missing)
+    takePayloads(seqsOut, this.#native.payloads(seqsOut), payloads)
   }
 
   /** Whether event `seq` is a `turn/end`. */
@@ -841,41 +808,23 @@ class Session {
     internal.detachedPrefix = (session, end) => session.#forkPrefix(end, session.#id, true)
     internal.typeAt = (session, seq) =>
       seq >= session.#objsFrom ? session.#objs[seq - session.#objsFrom].type : JSON.parse(session.#native.eventsJson(seq, seq + 1, new Uint32Array(0)))[0].type
-    internal.takeBatch = takeBatch
     /**
      * Derive the messages of the surface a run of payloads at a time,
      * yielding to the event loop between runs: a store's `open` runs this
-     * before it resolves, so that the first `deriveMessages()` only copies
-     * an array. Each run (at most 256 KiB of payload text, or one longer
-     * payload) is read on the libuv pool, its long strings decoded there,
-     * while this thread parses the run before it.
+     * before it resolves, so that the first `deriveMessages()` of a long
+     * log only copies an array (the 50 ms pause bound at 1M events:
+     * benchmark/pauses.mjs). A run is at most 256 KiB of payload text, or
+     * one longer payload.
      */
-    internal.warm = async (session, parsed) => {
+    internal.warm = async (session) => {
       const nodes = session.#nodes
-      const native = session.#native
-      const payloads = session.#payloads
-      const from = session.#objsFrom
-      // What the load handed over and is still on the surface.
-      if (parsed !== undefined && parsed.size > 0) session.#materialize(nodes, parsed)
-      const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
-      const read = (run) => {
-        const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))
-        const batch = native.payloadsLifted(Uint32Array.from(seqs), internal.liftMin)
-        // If this thread throws before awaiting it, its failure is not unhandled.
-        batch.catch(() => {})
-        return batch
-      }
-      let next = ends.length > 0 ? read(0) : undefined
+      if (session.#objsFrom === 0 || nodes.length === 0) return
+      const ends = session.#native.runEnds(Uint32Array.from(nodes), 256 << 10)
       for (let run = 0; run < ends.length; run++) {
-        const batch = await next
-        if (run + 1 < ends.length) next = read(run + 1)
-        takeBatch(batch, payloads)
+        if (run > 0) await nextTurn()
         session.#deriveUpTo(ends[run])
       }
-      session.#deriveUpTo(nodes.length)
     }
-    /** Strings of at least this many bytes of JSON cross decoded (undefined: the native default; tests lower it). */
-    internal.liftMin = undefined
   }
 }
 

@@ -1,13 +1,9 @@
-// Long strings of payloads cross decoded (issue 21, src/log/lift.rs): a
-// payload read on a native thread — a `Session.fromJsonl` batch, a store
-// `open`'s first derive — reaches JS as a skeleton (each string of at least
-// `liftMin` bytes replaced by "") plus those strings, decoded natively, and
-// the path to each one's place; JS parses the skeleton and puts them back.
-// Whatever the payload holds (escapes, lone surrogates, non-Latin-1 text,
-// duplicate keys, `__proto__`, nesting, white space), the value must be the
-// one `JSON.parse` of the line gives (SPEC 2: a payload reads back as it was
-// written), key order included. `liftMin` is lowered here so that short
-// strings cross lifted.
+// Payloads with long strings (issue 21): whatever a payload holds
+// (escapes, lone surrogates, non-Latin-1 text, duplicate keys, `__proto__`,
+// nesting, white space), the value `Session.fromJsonl` or a store `open`
+// gives must be the one `JSON.parse` of the line gives (SPEC 2: a payload
+// reads back as it was written), key order included, and every text must
+// read back byte for byte.
 
 import { createHash } from 'node:crypto'
 import * as fs from 'node:fs'
@@ -16,15 +12,10 @@ import * as path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import fc from 'fast-check'
 import { afterEach, describe, expect, it } from 'vitest'
-import * as api from '../index.js'
 import { JsonlSessionStore, Session, SessionId, SqliteSessionStore } from '../index.js'
-
-type Internal = { limits: { liftMin: number | undefined } }
-const { limits } = (api as unknown as Record<symbol, Internal>)[Symbol.for('dsh-session-native.internal')]
 
 const dirs: string[] = []
 afterEach(() => {
-  limits.liftMin = undefined
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 
@@ -86,18 +77,16 @@ const parsedPayloads = (lines: string[]) => lines.slice(1).map((l) => exact(JSON
 
 const payloadsArb = fc.array(fc.tuple(stringText, valueText), { minLength: 1, maxLength: 6 })
 
-describe('long strings cross decoded, each put back in its place', () => {
-  it('Session.fromJsonl: every payload is the one JSON.parse of its line gives, lifted or not', () => {
+describe('long strings read back as JSON.parse gives them', () => {
+  it('Session.fromJsonl: every payload is the one JSON.parse of its line gives', () => {
     fc.assert(
-      fc.property(payloadsArb, fc.integer({ min: 1, max: 12 }), (payloads, liftMin) => {
+      fc.property(payloadsArb, (payloads) => {
         const lines = logOf(payloads, true)
         const text = `${lines.join('\n')}\n`
-        limits.liftMin = liftMin
-        const lifted = Session.fromJsonl(Buffer.from(text))
-        const messages = lifted.deriveMessages()
-        limits.liftMin = undefined
-        const plain = Session.fromJsonl(Buffer.from(text))
-        expect(lifted.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
+        const read = Session.fromJsonl(Buffer.from(text))
+        const messages = read.deriveMessages()
+        const plain = Session.fromJsonl(text)
+        expect(read.events.map((e) => exact(e.data))).toEqual(parsedPayloads(lines))
         expect(exact(messages)).toBe(exact(plain.deriveMessages()))
       }),
       { numRuns: 60 },
@@ -108,13 +97,11 @@ describe('long strings cross decoded, each put back in its place', () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-long-strings-'))
     dirs.push(root)
     await fc.assert(
-      fc.asyncProperty(payloadsArb, fc.integer({ min: 1, max: 12 }), async (payloads, liftMin) => {
+      fc.asyncProperty(payloadsArb, async (payloads) => {
         const lines = logOf(payloads, false)
         const store = new JsonlSessionStore({ root })
         fs.writeFileSync(logFile(store), `${lines.join('\n')}\n`)
-        limits.liftMin = liftMin
         const opened = await store.open(HEADER.id)
-        limits.liftMin = undefined
         const messages = opened.deriveMessages()
         const plain = Session.fromJsonl(`${lines.join('\n')}\n`)
         expect(exact(messages)).toBe(exact(plain.deriveMessages()))
@@ -142,15 +129,11 @@ describe('long strings cross decoded, each put back in its place', () => {
   })
 })
 
-// A long string handed to JS is kept once (issue 21): JS holds it as a
-// string viewing the units the read decoded, and the log's compressed
-// texts keep those units in its place instead of its text
-// (src/log/texts.rs `Block::Holed`), writing it back as JSON text when a
-// block is opened. Whatever the strings hold, every text must read back
-// byte for byte: `toJsonl()`, a fork's, a flush to another store, and
-// `events`. A log of 1 MiB or more is compressed (a `Buffer` read as it is
-// read, other reads by a thread the next native calls take up).
-describe('a long string JS holds is kept once, and every text reads back byte for byte', () => {
+// Whatever the strings hold, every text must read back byte for byte:
+// `toJsonl()`, a fork's, a flush to another store, and `events`. A log of
+// 1 MiB or more is compressed (a `Buffer` as it is read, other reads by the
+// compressor the next native calls take up).
+describe('every text of a log of long strings reads back byte for byte', () => {
   const settled = async (session: Session) => {
     session.deriveMessages()
     await new Promise((resolve) => setTimeout(resolve, 30))
@@ -179,7 +162,7 @@ describe('a long string JS holds is kept once, and every text reads back byte fo
   it.each(Object.keys(readers))('%s', async (reader) => {
     const read = readers[reader as keyof typeof readers]
     await fc.assert(
-      fc.asyncProperty(payloadsArb, fc.integer({ min: 1, max: 12 }), async (payloads, liftMin) => {
+      fc.asyncProperty(payloadsArb, async (payloads) => {
         const lines = logOf(payloads, true)
         // A turn around them: a fork is cut where a turn ends.
         lines.push(`{"type":"turn/start","seq":${lines.length - 1},"time":1,"data":{"turn":1,"trigger":{"kind":"message","source":{"kind":"user"}}}}`)
@@ -187,9 +170,7 @@ describe('a long string JS holds is kept once, and every text reads back byte fo
         const text = `${lines.join('\n')}\n`
         const root = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-kept-once-'))
         dirs.push(root)
-        limits.liftMin = liftMin
         const session = await read(text, root)
-        limits.liftMin = undefined
         const messages = await settled(session)
         expect(exact(messages)).toBe(exact(Session.fromJsonl(text).deriveMessages()))
         expect(session.toJsonl() === text).toBe(true)
@@ -207,10 +188,9 @@ describe('a long string JS holds is kept once, and every text reads back byte fo
   })
 })
 
-// The strings JS gets view units the log shares (external strings): a
-// worker that reads such a log, derives and ends (its strings collected or
-// its isolate torn down with them alive) must leave the process whole.
-describe('external strings across a worker\'s life', () => {
+// A worker that reads such a log, derives and ends (its strings collected
+// or its isolate torn down with them alive) must leave the process whole.
+describe('long strings across a worker\'s life', () => {
   it('a worker reads a log of long strings, hands back what it derived, and is terminated, three times', async () => {
     const index = path.resolve(__dirname, '..', 'index.js')
     const code = `

@@ -9,7 +9,7 @@
 // results cross as JSON text or as a native session.
 
 const path = require('node:path')
-const { NativeStore, PayloadChannel } = require('../binding.js')
+const { NativeStore } = require('../binding.js')
 const { fail, callerFrames, withFrames } = require('./errors.js')
 
 // The session core these stores work with, by name (lib/core/handle.js).
@@ -158,11 +158,8 @@ class SessionStoreBase {
   /**
    * The same load, straight into a `Session` (events stay native until
    * read). It resolves once the payloads the first `deriveMessages()` reads
-   * are parsed: while the log loads off this thread, the payloads of the
-   * events that enter its surface arrive in batches (about 60 KB each, one
-   * per event-loop turn) and are parsed here; the rest after the load, a
-   * run of them (256 KiB of text, or one longer payload) per turn
-   * (`handle.warm`). `{ write: true }`: as `load`'s; the store then
+   * are parsed, after the load, a run of them (256 KiB of text, or one
+   * longer payload) per event-loop turn (`handle.warm`). `{ write: true }`: as `load`'s; the store then
    * knows the session holds the stored log, so its first flush writes only
    * what was appended (a reader's session is compared with storage first).
    */
@@ -171,14 +168,8 @@ class SessionStoreBase {
       checkId(id)
       const write = writeOption(options, 'open')
       return this.#chain(id, async () => {
-        const channel = new PayloadChannel(handle.limits.liftMin)
-        const opening = this.#native.open(id, channel, write)
-        // Its failure is awaited below; the batches may stop before it.
-        opening.catch(() => {})
-        const parsed = new Map()
-        for (let batch = await channel.next(); batch !== null; batch = await channel.next()) handle.takeBatch(batch, parsed)
-        const session = handle.fromNative(await opening)
-        await handle.warm(session, parsed)
+        const session = handle.fromNative(await this.#native.open(id, write))
+        await handle.warm(session)
         return session
       })
     })

@@ -28,12 +28,8 @@ const EVENTS_SLICE = 8192
 /** Live events whose texts are built per event-loop turn: a few ms of `JSON.stringify` (why this many: benchmark/README.md). */
 const LIVE_PART_EVENTS = 1024
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
-/**
- * `liftMin`: strings of at least this many bytes of JSON cross decoded
- * (undefined: the native default); `stringLimit`: the longest string
- * `toJsonl()` makes (V8's limit). Tests lower both.
- */
-const limits = { liftMin: undefined, stringLimit: 0x1fffffe8 }
+/** `stringLimit`: the longest string `toJsonl()` makes (V8's limit; tests lower it). */
+const limits = { stringLimit: 0x1fffffe8 }
 
 /** The native form of an event's surface fields (`{surfaceOp?, sourceEventSeqs?}`), or null. */
 function surfaceMetaJson(meta) {
@@ -53,24 +49,12 @@ function headerCopy(header) {
 }
 
 /**
- * Parse a batch of payloads the native log handed over (`{ seqs, json,
- * holes }`: src/log/lift.rs) into `into` (seq -> { type, data }, data
- * frozen): the skeleton is parsed, then each long string the native side
- * decoded off this thread is put in its place (`holes`: at, path, string),
- * before freezing.
+ * Parse the payloads of the events at `seqs` (`json`: the native log's
+ * `[type, data, ...]` of them) into `into` (seq -> { type, data }, data
+ * frozen).
  */
-function takeBatch({ seqs, json, holes }, into) {
+function takePayloads(seqs, json, into) {
   const flat = JSON.parse(json)
-  for (let h = 0; h < holes.length; h += 3) {
-    const path = holes[h + 1]
-    let target = flat
-    let key = 2 * holes[h] + 1
-    for (let i = 0; i < path.length; i++) {
-      target = target[key]
-      key = path[i]
-    }
-    target[key] = holes[h + 2]
-  }
   for (let i = 0; i < seqs.length; i++) into.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
 }
 
@@ -176,28 +160,18 @@ class Events {
     this.list = undefined
   }
 
-  /**
-   * Parse, in one native call, the payloads of the events at `seqs` that JS
-   * does not hold yet. Given `parsed` (seq -> { type, data }, data frozen,
-   * parsed from the log's texts while it was read: `fromJsonl`), only those
-   * it holds are taken, from there; the others wait for a derive.
-   */
-  materialize(seqs, parsed) {
+  /** Parse, in one native call, the payloads of the events at `seqs` that JS does not hold yet. */
+  materialize(seqs) {
     const from = this.objsFrom
     const payloads = this.payloads
     const missing = []
     for (let i = 0; i < seqs.length; i++) {
       const seq = seqs[i]
-      if (seq >= from || payloads.has(seq)) continue
-      if (parsed === undefined) {
-        missing.push(seq)
-      } else {
-        const known = parsed.get(seq)
-        if (known !== undefined) payloads.set(seq, known)
-      }
+      if (seq < from && !payloads.has(seq)) missing.push(seq)
     }
     if (missing.length === 0) return
-    takeBatch(this.native.payloads(Uint32Array.from(missing), limits.liftMin), payloads)
+    const held = Uint32Array.from(missing)
+    takePayloads(held, this.native.payloads(held), payloads)
   }
 
   /** Every event, frozen (`Session#events`). */
@@ -281,4 +255,4 @@ class Events {
   }
 }
 
-module.exports = { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, takeBatch, seedParts }
+module.exports = { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, seedParts }

@@ -8,7 +8,7 @@
 
 const binding = require('../../binding.js')
 const { snapshotEvents } = require('./json.js')
-const { limits, takeBatch } = require('./events.js')
+const { limits } = require('./events.js')
 const { Session, partsOf, forkOf, build } = require('./session.js')
 
 module.exports = {
@@ -16,7 +16,6 @@ module.exports = {
   binding,
   limits,
   snapshotEvents,
-  takeBatch,
   /** What a store's flush reads, fixed at its call: the native log and its text count, and the session's length. */
   flushSource(session) {
     const { native, prefix, seq } = partsOf(session).events
@@ -36,32 +35,19 @@ module.exports = {
   /**
    * Derive the messages of the surface a run of payloads at a time,
    * yielding to the event loop between runs: a store's `open` runs this
-   * before it resolves, so that the first `deriveMessages()` only copies
-   * an array. Each run (at most 256 KiB of payload text, or one longer
-   * payload) is read on the libuv pool, its long strings decoded there,
-   * while this thread parses the run before it.
+   * before it resolves, so that the first `deriveMessages()` of a long log
+   * only copies an array (the 50 ms pause bound at 1M events:
+   * benchmark/pauses.mjs). A run is at most 256 KiB of payload text, or
+   * one longer payload.
    */
-  async warm(session, parsed) {
+  async warm(session) {
     const { events, derived } = partsOf(session)
     const { nodes } = derived
-    const { native, payloads, objsFrom: from } = events
-    // What the load handed over and is still on the surface.
-    if (parsed !== undefined && parsed.size > 0) events.materialize(nodes, parsed)
-    const ends = from > 0 ? native.runEnds(Uint32Array.from(nodes), 256 << 10) : []
-    const read = (run) => {
-      const seqs = nodes.slice(run === 0 ? 0 : ends[run - 1], ends[run]).filter((seq) => seq < from && !payloads.has(seq))
-      const batch = native.payloadsLifted(Uint32Array.from(seqs), limits.liftMin)
-      // If this thread throws before awaiting it, its failure is not unhandled.
-      batch.catch(() => {})
-      return batch
-    }
-    let next = ends.length > 0 ? read(0) : undefined
+    if (events.objsFrom === 0 || nodes.length === 0) return
+    const ends = events.native.runEnds(Uint32Array.from(nodes), 256 << 10)
     for (let run = 0; run < ends.length; run++) {
-      const batch = await next
-      if (run + 1 < ends.length) next = read(run + 1)
-      takeBatch(batch, payloads)
+      if (run > 0) await new Promise((resolve) => setImmediate(resolve))
       derived.upTo(ends[run])
     }
-    derived.upTo(nodes.length)
   },
 }

@@ -23,7 +23,7 @@ const path = require('node:path')
 const { fail, snapshot, deepFreeze, copyFrozen, parseFrozen, FAIL } = require('./json.js')
 const { deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
-const { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, takeBatch, seedParts } = require('./events.js')
+const { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, seedParts } = require('./events.js')
 const { Derived } = require('./derived.js')
 
 const { JsonlReading } = binding
@@ -62,7 +62,7 @@ const utf8Encoder = new TextEncoder()
 let pieceBuffer
 function readPieces(text) {
   pieceBuffer ??= Buffer.allocUnsafeSlow(JSONL_PIECE)
-  const reading = new JsonlReading(limits.liftMin)
+  const reading = new JsonlReading()
   for (let at = 0; at < text.length; ) {
     const { read, written } = utf8Encoder.encodeInto(at === 0 ? text : text.slice(at), pieceBuffer)
     reading.push(pieceBuffer, written)
@@ -79,7 +79,7 @@ function readPieces(text) {
  */
 function readBytes(bytes) {
   const own = bytes.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes
-  return JsonlReading.ofBuffer(own, limits.liftMin)
+  return JsonlReading.ofBuffer(own)
 }
 
 class Session {
@@ -164,21 +164,10 @@ class Session {
       }
       reading = readBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
     }
-    // The log is read on native threads; meanwhile this thread parses (and
-    // freezes) the payloads of the events that enter the surface, which the
-    // first derive reads (see src/log/resume.rs).
-    const parsed = new Map()
-    try {
-      for (let batch = reading.next(); batch !== null; batch = reading.next()) takeBatch(batch, parsed)
-    } catch (error) {
-      // The read lets the caller's Buffer go before anything else runs.
-      try { reading.finish() } catch {}
-      throw error
-    }
-    // A defective log throws its error (`code`, `line`) from here.
-    const session = new Session(INTERNAL, { native: reading.finish() })
-    if (parsed.size > 0) session.#events.materialize(session.#nodes, parsed)
-    return session
+    // The log is read on native threads (src/log/resume.rs); a defective
+    // log throws its error (`code`, `line`) from here, and the read lets
+    // the caller's Buffer go before anything else runs.
+    return new Session(INTERNAL, { native: reading.finish() })
   }
 
 

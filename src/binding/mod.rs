@@ -9,7 +9,6 @@
 pub mod functions;
 pub mod inspect;
 pub mod invariants;
-pub mod payloads;
 pub mod session;
 pub mod store;
 mod threads;

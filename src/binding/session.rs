@@ -2,7 +2,6 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
-use super::payloads::{lift_bound, BatchOut};
 use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{Log, Prepared};
@@ -327,53 +326,22 @@ impl NativeSession {
         })
     }
 
-    /// The payloads of the (native) events at `seqs`, as a batch `{ seqs,
-    /// json, holes }`: `json` the array `[type, data, ...]` with each string
-    /// of `liftMin` bytes or more (`LIFT_MIN`) replaced by `""`, `holes`
-    /// flat `[at, path, string, ...]` (`log/lift.rs`; `takeBatch` in
-    /// lib/core/session.js puts them in).
-    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string, holes: unknown[] }")]
-    pub fn payloads(
-        &mut self,
-        env: Env,
-        seqs: Uint32Array,
-        lift_min: Option<u32>,
-    ) -> Result<BatchOut> {
+    /// The payloads of the (native) events at `seqs`, as one JSON array
+    /// `[type, data, type, data, ...]` (the type null for a kind without a
+    /// fixed name).
+    #[napi]
+    pub fn payloads(&mut self, env: Env, seqs: Uint32Array) -> Result<String> {
         call(&env, || {
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let picks = self.log.payload_picks(&seqs);
-            let lift_min = lift_bound(lift_min);
-            crate::log::payloads(&self.log.texts, &picks, lift_min).map(BatchOut::from)
-        })
-    }
-
-    /// `payloads` read on the libuv pool (a store's `open` reads its first
-    /// derive's payloads so).
-    #[napi(
-        js_name = "payloadsLifted",
-        ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] }>"
-    )]
-    pub fn payloads_lifted(
-        &mut self,
-        env: Env,
-        seqs: Uint32Array,
-        lift_min: Option<u32>,
-    ) -> Result<crate::binding::store::StorePromise<crate::log::PayloadBatch, BatchOut>> {
-        call(&env, || {
-            self.log.compress_texts(COMPRESS_MIN_BYTES);
-            let (texts, picks) = (self.log.shared_texts(), self.log.payload_picks(&seqs));
-            let lift_min = lift_bound(lift_min);
-            Ok(crate::binding::store::task(
-                false,
-                BatchOut::from,
-                move || crate::log::payloads(&texts, &picks, lift_min),
-            ))
+            crate::log::payloads(&self.log.texts, &picks).map(|batch| batch.json)
         })
     }
 
     /// Where to cut `seqs` into runs whose texts take at most `maxBytes`
     /// each (a run holds one text at least): the end index of each run.
-    /// (`store.open` parses the first derive's payloads a run per step.)
+    /// (`store.open` parses the first derive's payloads a run per
+    /// event-loop turn: `warm` in lib/core/session.js.)
     #[napi(js_name = "runEnds")]
     pub fn run_ends(&self, env: Env, seqs: Uint32Array, max_bytes: u32) -> Result<Vec<u32>> {
         call(&env, || Ok(self.runs(&seqs, max_bytes)))
@@ -571,9 +539,8 @@ impl NativeSession {
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
 /// encodes a long string to UTF-8 a part at a time into one small buffer,
 /// which costs less than encoding it whole, and pushes each part; a Buffer
-/// is pushed whole) and read on threads of its own from its first piece on:
-/// `next()` gives the payloads of the events that entered the surface, in
-/// batches, as they are folded; `finish()` the session.
+/// is handed over whole) and read on threads of its own from its first
+/// piece on; `finish()` gives the session.
 #[napi]
 pub struct JsonlReading {
     reading: Option<crate::log::JsonlReading>,
@@ -581,13 +548,11 @@ pub struct JsonlReading {
 
 #[napi]
 impl JsonlReading {
-    /// A reading whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
-    /// tests lift short strings).
     #[napi(constructor)]
-    pub fn new(env: Env, lift_min: Option<u32>) -> Result<Self> {
+    pub fn new(env: Env) -> Result<Self> {
         call(&env, || {
             Ok(JsonlReading {
-                reading: Some(crate::log::JsonlReading::lifting(lift_bound(lift_min))),
+                reading: Some(crate::log::JsonlReading::default()),
             })
         })
     }
@@ -596,14 +561,10 @@ impl JsonlReading {
     /// takes its texts compressed and makes no copy of them, and holds
     /// `bytes` (which must not change meanwhile) until `finish`.
     #[napi(factory, js_name = "ofBuffer")]
-    pub fn of_buffer(env: Env, bytes: Buffer, lift_min: Option<u32>) -> Result<Self> {
+    pub fn of_buffer(env: Env, bytes: Buffer) -> Result<Self> {
         call(&env, || {
-            let lift_min = lift_bound(lift_min);
             Ok(JsonlReading {
-                reading: Some(crate::log::JsonlReading::of_owner(
-                    Box::new(bytes),
-                    lift_min,
-                )),
+                reading: Some(crate::log::JsonlReading::of_owner(Box::new(bytes))),
             })
         })
     }
@@ -617,19 +578,6 @@ impl JsonlReading {
                 reading.push(&bytes[..(length as usize).min(bytes.len())]);
             }
             Ok(())
-        })
-    }
-
-    /// The next batch of payloads (waiting for it), or null once the read
-    /// is over: `{ seqs, json, holes }` (see `payloadsLifted`).
-    #[napi(ts_return_type = "{ seqs: Uint32Array, json: string, holes: unknown[] } | null")]
-    pub fn next(&mut self, env: Env) -> Result<Option<BatchOut>> {
-        call(&env, || {
-            Ok(self
-                .reading
-                .as_mut()
-                .and_then(|r| r.next_batch())
-                .map(BatchOut::from))
         })
     }
 

@@ -5,22 +5,21 @@
 //! code. Only
 //! `cursor` and `locate` (no I/O) run on the main thread.
 
-use super::payloads::{lift_bound, BatchOut};
 use super::session::{new_token, FlushSource, NativeSession};
 use super::threads;
 use super::{call, converting, guarded};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::{Handing, Log, PayloadBatch};
+use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
-use crate::store::{lock, Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
+use crate::store::{Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
 use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 
 /// One store operation: `work` runs on the libuv pool, `convert` on the
 /// main thread.
@@ -311,32 +310,24 @@ impl NativeStore {
     /// Repair-load a stored session straight into a native session; with
     /// `writer`, as `load`'s, and the store then knows that session's log is the
     /// stored log (its first flush writes only what it appends).
-    /// While it loads, the payloads of the events that enter the surface
-    /// go to `channel` in batches (`log::Handing`, as `fromJsonl` hands
-    /// them), for JS to parse meanwhile.
     #[napi(ts_return_type = "Promise<NativeSession>")]
     pub fn open(
         &self,
         env: Env,
         id: String,
-        channel: &PayloadChannel,
         writer: Option<bool>,
     ) -> Result<StorePromise<(Log, u64), NativeSession>> {
         call(&env, || {
             let store = self.store.clone();
             let writer = writer.unwrap_or(false);
-            let send = lock(&channel.send).take();
-            let lift_min = channel.lift_min;
             Ok(task(
                 self.own_threads,
                 |(log, token)| NativeSession::with_token(log, token),
                 move || {
                     let key = key(id);
                     let token = new_token();
-                    let log = guarded("loading a session", || match send {
-                        Some(send) => Handing::new(send, lift_min)
-                            .during(|observe| store.open(&key, writer, token, observe)),
-                        None => store.open(&key, writer, token, None),
+                    let log = guarded("loading a session", || {
+                        store.open(&key, writer, token, None)
                     })?;
                     Ok((log, token))
                 },
@@ -442,57 +433,6 @@ impl NativeStore {
                 store.close();
                 Ok(())
             }))
-        })
-    }
-}
-
-/// Payloads a store's `open` hands to JS while it loads: JS makes a
-/// channel, passes it to `open` (which takes its sending end) and takes its
-/// batches with `next()` until null, the load's end.
-#[napi]
-pub struct PayloadChannel {
-    lift_min: usize,
-    send: Mutex<Option<mpsc::Sender<PayloadBatch>>>,
-    receive: Arc<Mutex<mpsc::Receiver<PayloadBatch>>>,
-}
-
-#[napi]
-impl PayloadChannel {
-    /// A channel whose batches lift strings of `liftMin` bytes (`LIFT_MIN`;
-    /// tests lift short strings).
-    #[napi(constructor)]
-    pub fn new(env: Env, lift_min: Option<u32>) -> Result<Self> {
-        call(&env, || {
-            let (send, receive) = mpsc::channel();
-            Ok(PayloadChannel {
-                lift_min: lift_bound(lift_min),
-                send: Mutex::new(Some(send)),
-                receive: Arc::new(Mutex::new(receive)),
-            })
-        })
-    }
-
-    /// The next batch, waited for on the libuv pool: `{ seqs, json, holes }`
-    /// (see `payloadsLifted`), or null once the load that fed the channel
-    /// is over (at once if no `open` took it).
-    #[napi(
-        ts_return_type = "Promise<{ seqs: Uint32Array, json: string, holes: unknown[] } | null>"
-    )]
-    pub fn next(&self, env: Env) -> Result<StorePromise<Option<PayloadBatch>, Option<BatchOut>>> {
-        call(&env, || {
-            let receive = self.receive.clone();
-            let taken = lock(&self.send).is_none();
-            Ok(task(
-                false,
-                |batch: Option<PayloadBatch>| batch.map(BatchOut::from),
-                move || {
-                    Ok(if taken {
-                        lock(&receive).recv().ok()
-                    } else {
-                        None
-                    })
-                },
-            ))
         })
     }
 }

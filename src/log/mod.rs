@@ -8,13 +8,11 @@
 //!   compressed once full);
 //! - `metas`: the little kept per event besides its text, in columns;
 //! - `read`: reading a seed or a whole JSONL log (two threads for long ones);
-//! - `resume`: a JSONL log read while it is handed over, handing surface
-//!   payloads back as they are folded (`Session.fromJsonl`);
+//! - `resume`: a JSONL log read while it is handed over (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit);
 //! - `project`: what the log gives out (event texts, JSONL, closers).
 //!
 
-mod lift;
 mod live;
 mod metas;
 mod project;
@@ -22,11 +20,10 @@ mod read;
 mod resume;
 mod texts;
 
-pub use lift::{Step, LIFT_MIN};
-pub use project::{payloads, write_jsonl, PayloadBatch};
+pub use project::{payloads, write_jsonl};
 pub(crate) use read::{ArrivingPiece, Observe};
+pub use resume::JsonlReading;
 pub(crate) use resume::{read_arriving, too_roomy, Cutter, PIECE_BYTES};
-pub use resume::{Handing, JsonlReading};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 
 use crate::error::{Code, CoreError, CoreResult};

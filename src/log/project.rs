@@ -2,7 +2,6 @@
 //! log as JSONL, and the closers of an interrupted turn. A text that cannot
 //! be read is an `INTERNAL` error, never a made-up value.
 
-use super::lift::{push_lifted, Hole, Lifting, Place};
 use super::{Log, Text, Texts};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
@@ -46,10 +45,10 @@ impl Log {
 
     /// The type and payload of the events at `seqs`, as one flat JSON array
     /// `[type, data, type, data, ...]` (the type null for a kind without a
-    /// fixed name), nothing lifted: what the batches' tests compare with.
+    /// fixed name).
     #[cfg(test)]
     pub fn payloads_json(&self, seqs: &[u32]) -> CoreResult<String> {
-        Ok(payloads(&self.texts, &self.payload_picks(seqs), usize::MAX)?.json)
+        Ok(payloads(&self.texts, &self.payload_picks(seqs))?.json)
     }
 
     /// What `payloads` reads of the events at `seqs`: each seq with its
@@ -99,11 +98,6 @@ impl Log {
 
 /// The payload text of event `seq` of `texts` (accepted texts only).
 pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
-    data_at(texts, seq).map(|(data, _)| data)
-}
-
-/// `data_of`, and where it starts in the event's text.
-fn data_at(texts: &Texts, seq: usize) -> CoreResult<(Text<'_>, usize)> {
     let text = texts.get(seq)?;
     let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
         CoreError::new(
@@ -113,61 +107,38 @@ fn data_at(texts: &Texts, seq: usize) -> CoreResult<(Text<'_>, usize)> {
     })?;
     let start = data.as_ptr() as usize - text.as_ptr() as usize;
     let end = start + data.len();
-    Ok((text.narrow_to(start, end), start))
+    Ok(text.narrow_to(start, end))
 }
 
 /// The payloads of `picks` (seq and type name, `Log::payload_picks`) as one
-/// batch, strings of `lift_min` bytes lifted (`lift.rs`); it reads only
-/// `texts`, so it runs off the JS thread too.
-pub fn payloads(
-    texts: &Texts,
-    picks: &[(u32, Option<&str>)],
-    lift_min: usize,
-) -> CoreResult<PayloadBatch> {
-    // A payload long enough to have strings lifted may take much less.
+/// batch.
+pub fn payloads(texts: &Texts, picks: &[(u32, Option<&str>)]) -> CoreResult<PayloadBatch> {
     let bytes = picks
         .iter()
-        .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1).min(lift_min) + 8)
+        .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1) + 8)
         .sum::<usize>();
     let mut batch = PayloadBatch {
         json: String::with_capacity(bytes + 2),
         ..PayloadBatch::default()
     };
     for &(seq, name) in picks {
-        let (data, start) = data_at(texts, seq as usize)?;
-        // The strings the log keeps as units cross as those units.
-        let kept: Vec<Place> = texts
-            .kept_strings(seq as usize)
-            .into_iter()
-            .filter_map(|(at, len, units)| Some((at.checked_sub(start)?, len, units)))
-            .collect();
-        batch.push(seq, name, &data, lift_min, Lifting::Kept(&kept));
+        batch.push(seq, name, &data_of(texts, seq as usize)?);
     }
     batch.close();
     Ok(batch)
 }
 
 /// Payloads of events: their seqs, and one JSON array `[type, data, type,
-/// data, ...]` (the type null for a kind without a fixed name), its long
-/// strings lifted out (`lift.rs`).
+/// data, ...]` (the type null for a kind without a fixed name).
 #[derive(Debug, Default, PartialEq)]
 pub struct PayloadBatch {
     pub seqs: Vec<u32>,
     pub json: String,
-    pub holes: Vec<Hole>,
 }
 
 impl PayloadBatch {
-    /// Add event `seq`'s payload text `data` (of type `name`), its long
-    /// strings lifted as `lifting` says.
-    pub fn push(
-        &mut self,
-        seq: u32,
-        name: Option<&str>,
-        data: &str,
-        lift_min: usize,
-        lifting: Lifting<'_>,
-    ) {
+    /// Add event `seq`'s payload text `data` (of type `name`).
+    pub fn push(&mut self, seq: u32, name: Option<&str>, data: &str) {
         let json = &mut self.json;
         json.push(if self.seqs.is_empty() { '[' } else { ',' });
         match name {
@@ -179,14 +150,7 @@ impl PayloadBatch {
             None => json.push_str("null"),
         }
         json.push(',');
-        push_lifted(
-            json,
-            &mut self.holes,
-            lifting,
-            self.seqs.len() as u32,
-            data,
-            lift_min,
-        );
+        json.push_str(data);
         self.seqs.push(seq);
     }
 

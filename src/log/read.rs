@@ -1,7 +1,7 @@
 //! Reading events into a log: a seed (a JSON array per slice) or a whole
 //! JSONL log, read on two threads when it is long, then folded in order.
 
-use super::texts::{Lifted, Taken, COMPRESS_MIN_BYTES};
+use super::texts::{Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
@@ -190,15 +190,8 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
 /// (each borrowed text after the first on a thread of its own: a long log's
 /// two halves, two threads), so no raw copy of them is ever whole; under
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
-/// would leave them. Buffers the log owns wait for the compressor. Any
-/// text holding `lifted` strings (`texts.rs::Lifted`) is taken at once
-/// with those strings cut out, however short: JS holds them already.
-fn take(
-    texts: Vec<Cow<'_, str>>,
-    lines: &[Vec<(usize, usize)>],
-    base: usize,
-    lifted: &[Lifted],
-) -> Vec<Taken> {
+/// would leave them. Buffers the log owns wait for the compressor.
+fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) -> Vec<Taken> {
     // Each text's offset in the log's texts.
     let bases: Vec<usize> = texts
         .iter()
@@ -213,7 +206,7 @@ fn take(
         .map(|k| texts[k].len())
         .sum();
     let threaded = borrowed_bytes >= COMPRESS_MIN_BYTES;
-    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k], lifted);
+    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k]);
     let mut compressing = (0..texts.len()).filter(|&k| threaded && borrowed(k));
     let first = compressing.next();
     let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
@@ -240,12 +233,7 @@ fn take(
     texts
         .into_iter()
         .zip(compressed)
-        .enumerate()
-        .map(|(k, (text, taken))| {
-            taken
-                .or_else(|| Taken::holed(bases[k], &text, &lines[k], lifted))
-                .unwrap_or_else(|| Taken::Buffer(text.into_owned()))
-        })
+        .map(|(text, taken)| taken.unwrap_or_else(|| Taken::Buffer(text.into_owned())))
         .collect()
 }
 
@@ -267,9 +255,8 @@ pub(super) fn borrowed_halves(bytes: &[u8]) -> Vec<Piece<'_>> {
 #[derive(Default)]
 pub(super) struct Stream {
     /// Each piece folded as it came, as the log takes it: a buffer that
-    /// waits for the compressor, or (holding long strings JS holds) taken
-    /// at once with those cut out (`texts.rs::Lifted`). A defect gives
-    /// back only the texts of the pieces that waited (`finish`).
+    /// waits for the compressor. A defect gives back only the texts of the
+    /// pieces that waited (`finish`).
     folded: Vec<Taken>,
     /// Lines and bytes in `folded`.
     lines: usize,
@@ -304,9 +291,7 @@ impl Stream {
                 self.failed = Some(error);
             }
         }
-        let lifted = self.log.as_ref().map_or(&[][..], |log| log.texts.lifted());
-        let taken = Taken::holed(self.bytes, &text, &spans, lifted)
-            .unwrap_or_else(|| Taken::Buffer(text.into_owned()));
+        let taken = Taken::Buffer(text.into_owned());
         self.lines += spans.len();
         self.bytes += taken.len();
         self.folded.push(taken);
@@ -447,7 +432,7 @@ impl Stream {
         let taken = self
             .folded
             .into_iter()
-            .chain(take(texts, &spans, self.bytes, log.texts.lifted()))
+            .chain(take(texts, &spans, self.bytes))
             .collect();
         log.texts_mut().adopt(taken);
         Ok(log)
@@ -711,12 +696,9 @@ impl Log {
             let first = log.len();
             let folded = log.fold_parts(&parts, first, bytes, &check, parallel, observe);
             drop(parts);
-            // A piece holding long strings JS holds is taken at once, those
-            // cut out (`texts.rs::Lifted`); the others wait for the compressor.
-            let lifted = log.texts.lifted();
+            // Each piece waits for the compressor.
             for p in batch {
-                let taken = Taken::holed(bytes, p.text(), p.spans(), lifted)
-                    .unwrap_or_else(|| Taken::Buffer(p.into_text()));
+                let taken = Taken::Buffer(p.into_text());
                 bytes += taken.len();
                 texts.push(taken);
             }
@@ -766,28 +748,17 @@ mod tests {
     }
 
     #[test]
-    fn a_short_owned_text_holding_a_lifted_string_is_taken_holed_at_once() {
-        // However little waits at the end of a read (here far under
-        // `COMPRESS_MIN_BYTES`), a text holding a string JS holds is not
-        // kept raw beside it; one without waits for the compressor, and
-        // the caller's bytes that short are copied.
-        let long = "y".repeat(5_000);
-        let line = format!(r#"{{"a":"{long}"}}"#);
-        let at = 10 + line.find('y').unwrap_or(0);
-        let lifted = [Lifted {
-            at,
-            len: long.len(),
-            units: std::sync::Arc::new(crate::scan::Units::Latin1(long.clone().into_bytes())),
-        }];
+    fn a_short_text_is_left_for_the_compressor_or_copied() {
+        // Far under `COMPRESS_MIN_BYTES`: an owned text waits for the
+        // compressor, and the caller's bytes that short are copied.
+        let line = format!(r#"{{"a":"{}"}}"#, "y".repeat(5_000));
         let spans = vec![(0, line.len())];
-        let texts = vec![Cow::Owned(line.clone()), Cow::Owned(line.clone())];
-        let taken = take(texts, &[spans.clone(), spans.clone()], 10, &lifted);
-        assert!(matches!(taken[0], Taken::Compressed(_)), "holed at once");
+        let owned = take(vec![Cow::Owned(line.clone())], &[spans.clone()], 10);
         assert!(
-            matches!(taken[1], Taken::Buffer(_)),
+            matches!(owned[0], Taken::Buffer(_)),
             "left for the compressor"
         );
-        let borrowed = take(vec![Cow::Borrowed(&line[..])], &[spans], 0, &[]);
+        let borrowed = take(vec![Cow::Borrowed(&line[..])], &[spans], 0);
         assert!(matches!(borrowed[0], Taken::Buffer(_)), "short: copied");
     }
 
@@ -800,12 +771,10 @@ mod tests {
     /// `bytes` pushed `step` bytes at a time into a reading cut in pieces of
     /// about `piece` bytes, and read.
     fn read_pushed(bytes: &[u8], step: usize, piece: usize) -> Result<Log, CoreError> {
-        let mut reading =
-            super::super::resume::JsonlReading::with_piece_bytes(piece, super::super::LIFT_MIN);
+        let mut reading = super::super::resume::JsonlReading::with_piece_bytes(piece);
         for part in bytes.chunks(step) {
             reading.push(part);
         }
-        while reading.next_batch().is_some() {}
         reading.finish()
     }
 

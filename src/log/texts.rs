@@ -1,8 +1,6 @@
-//! Event texts in blocks that never move; full blocks are kept compressed,
-//! the long strings JS holds as units shared with it (`Lifted`).
+//! Event texts in blocks that never move; full blocks are kept compressed.
 
 use crate::error::{Code, CoreError, CoreResult};
-use crate::scan::{escape_units, Units};
 use crate::threads;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -34,30 +32,6 @@ enum Block {
     /// JSON compresses about 4:1, so a long session holds about a quarter
     /// of its log's size; reading a text opens its block once.
     Lz4 { len: usize, bytes: Box<[u8]> },
-    /// Texts holding long strings JS holds too (`Lifted`): the rest of the
-    /// text (`Lz4` or `Kept`, the strings cut out), and each string's
-    /// place in the block, its length as text and its units, shared with
-    /// the JS string that views them. Opening it writes the strings back as
-    /// JSON text, byte for byte what was read (`Lifted` are exact).
-    Holed {
-        len: usize,
-        rest: Box<Block>,
-        holes: Box<[(usize, usize, Arc<Units>)]>,
-    },
-}
-
-/// A long string of a payload (`log/lift.rs`) decoded while the log was
-/// read and handed to JS, which holds it as an external string viewing
-/// `units`: the log keeps it there too, in place of its text, so the
-/// string is resident once. Only a string whose JSON text `escape_units`
-/// gives back exactly is lifted so.
-#[derive(Debug, Clone)]
-pub struct Lifted {
-    /// Where its text (between the quotes) starts in the log's texts, and
-    /// how long it is.
-    pub at: usize,
-    pub len: usize,
-    pub units: Arc<Units>,
 }
 
 /// What the compressor gives back: for each block it took (by index), the
@@ -65,7 +39,7 @@ pub struct Lifted {
 type Compressed = Vec<(usize, Vec<(usize, Block)>)>;
 
 impl Block {
-    /// This block's texts, opened: decompressed, long strings written back.
+    /// This block's texts, opened: decompressed.
     /// A block that does not open is a bug (its bytes never leave this
     /// struct): `INTERNAL`.
     fn expand(&self) -> CoreResult<String> {
@@ -78,37 +52,6 @@ impl Block {
                 let raw = lz4_flex::block::decompress(bytes, *len)
                     .map_err(|e| broken(&format!("does not decompress: {e}")))?;
                 String::from_utf8(raw).map_err(|_| broken("decompresses to invalid UTF-8"))
-            }
-            Block::Holed { len, rest, holes } => {
-                let rest = match &**rest {
-                    Block::Kept(text) => std::borrow::Cow::Borrowed(text.as_str()),
-                    other => std::borrow::Cow::Owned(other.expand()?),
-                };
-                let mut text = String::with_capacity(*len);
-                let mut from = 0;
-                for (at, hole, units) in holes.iter() {
-                    let upto = from
-                        + at.checked_sub(text.len())
-                            .ok_or_else(|| broken("has holes out of order"))?;
-                    text.push_str(
-                        rest.get(from..upto)
-                            .ok_or_else(|| broken("has holes past its end"))?,
-                    );
-                    from = upto;
-                    let start = text.len();
-                    escape_units(units, &mut text);
-                    if text.len() - start != *hole {
-                        return Err(broken("writes a string back at another length"));
-                    }
-                }
-                text.push_str(
-                    rest.get(from..)
-                        .ok_or_else(|| broken("has holes past its end"))?,
-                );
-                if text.len() != *len {
-                    return Err(broken("opens at another length"));
-                }
-                Ok(text)
             }
         }
     }
@@ -135,9 +78,6 @@ pub struct Texts {
     /// The block opened last, shared with the texts handed out from it: a
     /// run of reads in one block decompresses it once.
     recent: Mutex<Option<(usize, Arc<String>)>>,
-    /// Long strings a read handed to JS, in text order, until the blocks
-    /// that hold them are compressed (their holes then hold them).
-    lifted: Vec<Lifted>,
 }
 
 impl Clone for Texts {
@@ -150,7 +90,6 @@ impl Clone for Texts {
             compressing: None,
             idle: false,
             recent: Mutex::new(None),
-            lifted: self.lifted.clone(),
         }
     }
 }
@@ -285,8 +224,6 @@ impl Texts {
             compressing: None,
             idle: false,
             recent: Mutex::new(None),
-            // Those in the blocks copied: the pushed texts may move.
-            lifted: self.lifted[..self.lifted.partition_point(|l| l.at < base)].to_vec(),
         };
         texts.spans.reserve(end.saturating_sub(first));
         self.visit(first, end, |_, text| texts.push(text))?;
@@ -297,7 +234,7 @@ impl Texts {
         match self.blocks.get(k) {
             Some(Block::Raw(c)) | Some(Block::Kept(c)) => c.len(),
             Some(Block::Shared(c)) => c.len(),
-            Some(Block::Lz4 { len, .. }) | Some(Block::Holed { len, .. }) => *len,
+            Some(Block::Lz4 { len, .. }) => *len,
             None => 0,
         }
     }
@@ -338,7 +275,7 @@ impl Texts {
             return;
         };
         let text = std::mem::take(text);
-        let mut pieces = pieces(self.bases[k], &text, &[0, text.len()], &[]);
+        let mut pieces = pieces(self.bases[k], &text, &[0, text.len()]);
         if let Some((_, block)) = pieces.pop() {
             self.blocks[k] = block;
         }
@@ -414,8 +351,6 @@ impl Texts {
         let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
         if waiting.is_empty() || bytes < min_bytes {
             // Only a push (which a built log never takes) makes more wait.
-            // Texts left as they are hold their long strings themselves.
-            self.lifted = Vec::new();
             self.idle = true;
             return true;
         }
@@ -430,11 +365,9 @@ impl Texts {
                 work.push((k, base, text.clone(), self.cuts(base, text.len())));
             }
         }
-        // Only a read lifts strings, and its texts all wait here.
-        let lifted = std::mem::take(&mut self.lifted);
         let compress = move || -> Compressed {
             work.into_iter()
-                .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts, &lifted)))
+                .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts)))
                 .collect()
         };
         match threads::detached("dsh-compress", compress) {
@@ -497,32 +430,6 @@ impl Texts {
             .map(|&(s, _)| s - base);
         cuts_at(starts, len)
     }
-    /// The long strings of event `i`'s text kept as units (`Block::Holed`):
-    /// where each one's text starts in the event's, its length and units.
-    pub fn kept_strings(&self, i: usize) -> Vec<(usize, usize, Arc<Units>)> {
-        let Some(&(s, e)) = self.spans.get(i) else {
-            return Vec::new();
-        };
-        match self
-            .block_of(s)
-            .and_then(|(k, base)| Some((self.blocks.get(k)?, base)))
-        {
-            Some((Block::Holed { holes, .. }, base)) => holes
-                .iter()
-                .filter(|(at, len, _)| base + at >= s && base + at + len <= e)
-                .map(|(at, len, units)| (base + at - s, *len, units.clone()))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-    /// A long string a read handed to JS (see `Lifted`), after those before it.
-    pub(super) fn lift(&mut self, lifted: Lifted) {
-        self.lifted.push(lifted);
-    }
-    /// The strings lifted so far (see `Lifted`).
-    pub(super) fn lifted(&self) -> &[Lifted] {
-        &self.lifted
-    }
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
     }
@@ -539,14 +446,6 @@ impl Texts {
             _ => 0,
         }
     }
-}
-
-/// The strings of `lifted` (in text order) that start in the `len` bytes
-/// at `base` of the texts.
-pub(super) fn lifted_in(lifted: &[Lifted], base: usize, len: usize) -> &[Lifted] {
-    let first = lifted.partition_point(|l| l.at < base);
-    let end = first + lifted[first..].partition_point(|l| l.at < base + len);
-    &lifted[first..end]
 }
 
 /// A read's text as the log takes it (`Texts::adopt`): a buffer it owns,
@@ -574,30 +473,12 @@ impl Taken {
     /// The caller's `text` (at offset `base` of the log's texts) in pieces
     /// of about `BLOCK` bytes, cut only where one of its `lines` (spans in
     /// it) starts, so no event's text straddles a cut.
-    pub(super) fn compressed(
-        base: usize,
-        text: &str,
-        lines: &[(usize, usize)],
-        lifted: &[Lifted],
-    ) -> Taken {
+    pub(super) fn compressed(base: usize, text: &str, lines: &[(usize, usize)]) -> Taken {
         let cuts = cuts_at(lines.iter().map(|&(s, _)| s), text.len());
         Taken::Compressed(Pieces {
             len: text.len(),
-            pieces: pieces(base, text, &cuts, lifted),
+            pieces: pieces(base, text, &cuts),
         })
-    }
-    /// A text (at `base`, `lines` as in `compressed`) that holds `lifted`
-    /// strings, taken `compressed` at once with those cut out (JS holds
-    /// them already); `None` when it holds none (a text the log owns then
-    /// waits for the compressor as it is).
-    pub(super) fn holed(
-        base: usize,
-        text: &str,
-        lines: &[(usize, usize)],
-        lifted: &[Lifted],
-    ) -> Option<Taken> {
-        let inside = lifted_in(lifted, base, text.len());
-        (!inside.is_empty()).then(|| Taken::compressed(base, text, lines, inside))
     }
 }
 
@@ -616,43 +497,10 @@ fn cuts_at(starts: impl Iterator<Item = usize>, len: usize) -> Vec<usize> {
 }
 
 /// `text` (a block at `base`) cut at `cuts`, each piece LZ4-compressed when
-/// that saves at least an eighth of it, the `lifted` strings in it cut out
-/// (`Block::Holed`): (base, block) per piece.
-fn pieces(base: usize, text: &str, cuts: &[usize], lifted: &[Lifted]) -> Vec<(usize, Block)> {
+/// that saves at least an eighth of it: (base, block) per piece.
+fn pieces(base: usize, text: &str, cuts: &[usize]) -> Vec<(usize, Block)> {
     cuts.windows(2)
-        .map(|w| {
-            let piece = text.get(w[0]..w[1]).unwrap_or("");
-            let start = base + w[0];
-            let mut holes = Vec::new();
-            let mut rest = String::new();
-            let mut from = 0;
-            for l in lifted_in(lifted, start, piece.len()) {
-                let at = l.at - start;
-                // A string that is not a whole part of the piece (never
-                // made so) stays in the text.
-                let (Some(before), Some(_)) = (piece.get(from..at), piece.get(at..at + l.len))
-                else {
-                    continue;
-                };
-                if holes.is_empty() {
-                    rest.reserve(piece.len() - l.len);
-                }
-                rest.push_str(before);
-                holes.push((at, l.len, l.units.clone()));
-                from = at + l.len;
-            }
-            let block = if holes.is_empty() {
-                compressed(piece)
-            } else {
-                rest.push_str(&piece[from..]);
-                Block::Holed {
-                    len: piece.len(),
-                    rest: Box::new(compressed(&rest)),
-                    holes: holes.into_boxed_slice(),
-                }
-            };
-            (start, block)
-        })
+        .map(|w| (base + w[0], compressed(text.get(w[0]..w[1]).unwrap_or(""))))
         .collect()
 }
 
@@ -721,7 +569,6 @@ mod tests {
                 Block::Raw(c) | Block::Kept(c) => c.len(),
                 Block::Shared(c) => c.len(),
                 Block::Lz4 { bytes, .. } => bytes.len(),
-                Block::Holed { .. } => 0,
             })
             .sum()
     }
@@ -854,7 +701,7 @@ mod tests {
                 }
                 let len = buf.len();
                 taken.push(match compress {
-                    true => Taken::compressed(base, &buf, &lines_at, &[]),
+                    true => Taken::compressed(base, &buf, &lines_at),
                     false => Taken::Buffer(buf),
                 });
                 base += len;
@@ -1007,10 +854,10 @@ mod tests {
     }
 
     /// Lines of JSON text, some holding long strings (escapes and
-    /// non-Latin-1 text among them), and the `Lifted` of each long string
-    /// whose text is exact, at its offset in the lines joined by newlines.
-    fn lines_with_long_strings(n: usize) -> (String, Vec<(usize, usize)>, Vec<Lifted>) {
-        let (mut buf, mut spans, mut lifted) = (String::new(), Vec::new(), Vec::new());
+    /// non-Latin-1 text among them), and each line's span in them joined
+    /// by newlines.
+    fn lines_with_long_strings(n: usize) -> (String, Vec<(usize, usize)>) {
+        let (mut buf, mut spans) = (String::new(), Vec::new());
         for i in 0..n {
             let long = match i % 5 {
                 0 => format!(
@@ -1018,50 +865,32 @@ mod tests {
                     "text ".repeat(20_000 + i)
                 ),
                 1 => format!("✓ {} \\ud800 end", "ü".repeat(15_000)),
-                // `\/` is not what JSON.stringify writes: not lifted.
                 2 => format!("a\\/b {}", "z".repeat(70_000)),
                 _ => format!("short {i}"),
             };
             let line =
                 format!(r#"{{"type":"tool/result","seq":{i},"data":{{"out":"{long}","n":{i}}}}}"#);
-            let inner = line.find(&long).map(|at| buf.len() + at);
             spans.push((buf.len(), buf.len() + line.len()));
-            if let (Some(at), true) = (inner, long.len() > 1_000) {
-                let (units, exact) = crate::scan::string_contents(&long).expect("a JSON string");
-                if exact {
-                    lifted.push(Lifted {
-                        at,
-                        len: long.len(),
-                        units: Arc::new(units),
-                    });
-                }
-            }
             buf.push_str(&line);
             buf.push('\n');
         }
-        (buf, spans, lifted)
+        (buf, spans)
     }
 
     #[test]
     fn a_prefix_holds_the_first_texts_whatever_their_blocks_hold() {
         // A read's buffer with a header before its first text and long
-        // strings waiting to be cut out (the lifted ones), then pushes that
+        // strings, then pushes that
         // fill raw blocks; compressed or not, the prefix at every kind of
         // cut (block starts, inside blocks, the ends) reads back the same
         // texts, takes pushes after them, and compresses to the same.
-        let (buf, spans, lifted) = lines_with_long_strings(12);
+        let (buf, spans) = lines_with_long_strings(12);
         for compressed in [false, true] {
             let mut t = Texts::default();
             for &(s, e) in &spans {
                 t.push_span(s + 5, e + 5);
             }
             t.adopt_buffers(vec![format!("head\n{buf}")]);
-            for l in &lifted {
-                t.lift(Lifted {
-                    at: l.at + 5,
-                    ..l.clone()
-                });
-            }
             for i in 0..3_000 {
                 t.push(&format!(
                     "{{\"pushed\":{i},\"pad\":\"{}\"}}",
@@ -1096,83 +925,25 @@ mod tests {
     }
 
     #[test]
-    fn long_strings_js_holds_are_cut_out_of_their_blocks_and_read_back_exactly() {
-        let (buf, spans, lifted) = lines_with_long_strings(40);
+    fn texts_taken_compressed_read_back_as_the_owned_ones_compressed_later() {
+        let (buf, spans) = lines_with_long_strings(40);
         let want: Vec<String> = spans.iter().map(|&(s, e)| buf[s..e].to_string()).collect();
-        assert_eq!(lifted.len(), 16, "the exact long strings");
         // The caller's bytes, taken compressed as they are read.
         let mut taken = Texts::default();
         for &(s, e) in &spans {
             taken.push_span(s, e);
         }
-        taken.adopt(vec![Taken::compressed(0, &buf, &spans, &lifted)]);
-        // Buffers the log owns, for the compressor thread.
+        taken.adopt(vec![Taken::compressed(0, &buf, &spans)]);
+        // Buffers the log owns, for the compressor.
         let mut owned = Texts::default();
         for &(s, e) in &spans {
             owned.push_span(s, e);
         }
         owned.adopt_buffers(vec![buf.clone()]);
-        for l in &lifted {
-            owned.lift(l.clone());
-        }
         compress_all(&mut owned, 1);
-        assert!(owned.lifted().is_empty(), "the holes hold them now");
         for t in [&mut taken, &mut owned] {
-            let holed = blocks(t, |b| matches!(b, Block::Holed { .. }));
-            assert!(holed > 1, "{holed} blocks hold long strings as units");
-            // What the blocks keep of the text: the long strings are not in it.
-            let long: usize = lifted.iter().map(|l| l.len).sum();
-            let rest: usize = t
-                .blocks
-                .iter()
-                .map(|b| match b {
-                    Block::Holed { len, holes, .. } => {
-                        len - holes.iter().map(|h| h.1).sum::<usize>()
-                    }
-                    other => t_len(other),
-                })
-                .sum();
-            assert_eq!(rest + long, buf.len());
-            // The units are shared with what JS holds, not copied.
-            let shared: usize = t
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::Holed { holes, .. } => {
-                        Some(holes.iter().filter(|h| Arc::strong_count(&h.2) > 1).count())
-                    }
-                    _ => None,
-                })
-                .sum();
-            assert_eq!(shared, lifted.len());
+            assert!(blocks(t, |b| matches!(b, Block::Lz4 { .. })) > 1);
             reads_back(t, want.clone());
         }
-    }
-
-    fn t_len(b: &Block) -> usize {
-        match b {
-            Block::Raw(c) | Block::Kept(c) => c.len(),
-            Block::Shared(c) => c.len(),
-            Block::Lz4 { len, .. } | Block::Holed { len, .. } => *len,
-        }
-    }
-
-    #[test]
-    fn a_hole_that_writes_back_another_length_is_an_internal_error() {
-        let (buf, spans, mut lifted) = lines_with_long_strings(5);
-        lifted.truncate(1);
-        lifted[0].units = Arc::new(crate::scan::Units::Latin1(b"other".to_vec()));
-        let mut t = Texts::default();
-        for &(s, e) in &spans {
-            t.push_span(s, e);
-        }
-        t.adopt(vec![Taken::compressed(0, &buf, &spans, &lifted)]);
-        let err = t.get(0).unwrap_err();
-        assert_eq!(err.code(), "INTERNAL");
-        assert!(
-            err.to_string()
-                .contains("writes a string back at another length"),
-            "{err}"
-        );
     }
 }

@@ -27,6 +27,7 @@ use crate::log::{Log, Observe, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Leases, Refused};
+use load::Repaired;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -156,6 +157,68 @@ pub struct Loaded {
     pub unrepaired: bool,
 }
 
+/// The writes a load may make, in the step that read the log (one
+/// transaction of a database; a file under its lease): the primitives the
+/// repair policy (`LoadMode::repair`) is made of.
+pub trait Repairs {
+    /// Drop the torn tail: every stored record from the first one the
+    /// repair did not keep (`Repaired::preserved`) on.
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()>;
+    /// Store the closers after the kept records (the torn tail dropped).
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()>;
+}
+
+impl LoadMode {
+    /// SPEC 11's repair policy, one home for every backend: make durable
+    /// what the mode says through the backend's primitives, and how many
+    /// of the repaired log's events storage then holds.
+    pub(crate) fn repair(self, repaired: &Repaired, writes: &mut dyn Repairs) -> CoreResult<usize> {
+        if self == LoadMode::Read {
+            return Ok(repaired.preserved);
+        }
+        if repaired.torn {
+            writes.truncate(repaired)?;
+        }
+        if self == LoadMode::Continue {
+            return Ok(repaired.preserved);
+        }
+        let closers = repaired.closers()?;
+        if !closers.is_empty() {
+            writes.insert(&closers)?;
+        }
+        Ok(repaired.log.len())
+    }
+}
+
+/// How a backend makes the repair policy's writes in its load's step.
+pub type Policy<'a> = &'a mut dyn FnMut(&Repaired, &mut dyn Repairs) -> CoreResult<()>;
+
+/// What a backend found instead of the stored length a batch continues:
+/// storage holds this many events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holds(pub u64);
+
+/// `Ok` when a batch starting at `first` continues a log of `stored`
+/// events (the one length check, in each backend's write step).
+pub(crate) fn continues(first: u64, stored: u64) -> Result<(), Holds> {
+    if first == stored {
+        Ok(())
+    } else {
+        Err(Holds(stored))
+    }
+}
+
+/// `SEQ_MISMATCH`: an insert of event `seq`, which the database holds already.
+pub(crate) fn seq_taken(id: &str, seq: impl std::fmt::Display) -> CoreError {
+    CoreError::new(
+        Code::SeqMismatch,
+        format!(
+            "append seq mismatch for {}: the database already holds seq {seq}",
+            crate::json::quote(id)
+        ),
+    )
+}
+
 /// One storage medium.
 pub trait Backend: Send + Sync + 'static {
     /// What the backend keeps per session between operations (where its
@@ -168,20 +231,26 @@ pub trait Backend: Send + Sync + 'static {
     /// store can reach the session (an in-memory database) or the backend
     /// keeps its own lease (PostgreSQL's lease row).
     fn lease_path(&self, key: &Key) -> Option<PathBuf>;
-    /// Read the stored log and repair it (SPEC 11), writing what `mode`
-    /// says. `None` when nothing is stored. A failed load changes nothing.
-    /// A handle that already names a log (a store reading again what it
-    /// wrote) refuses another one found in its place (`LOG_REPLACED`).
-    /// `observe` is told of each event the fast path folds (an `open`
-    /// hands payloads to JS meanwhile; a log read record by record tells
-    /// it nothing).
+    /// Read the stored log and repair it (SPEC 11) in memory; `None` when
+    /// nothing is stored. Unless `mode` is `Read` (which writes nothing),
+    /// the read is a writer's and `policy` is called once, inside the step
+    /// that read the log, with the repaired log and the backend's write
+    /// primitives: what it writes is durable when `load` returns. A backend
+    /// that keeps its own lease and finds another writer holding it reads
+    /// as a reader instead and calls no policy (`refusal` says why). A
+    /// failed load changes nothing. A handle that already names a log (a
+    /// store reading again what it wrote) refuses another one found in its
+    /// place (`LOG_REPLACED`). `observe` is told of each event the fast
+    /// path folds (an `open` hands payloads to JS meanwhile; a log read
+    /// record by record tells it nothing).
     fn load(
         &self,
         key: &Key,
         handle: &mut Self::Handle,
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>>;
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>>;
     /// Create the log with its header and first batch, atomically and durably;
     /// never overwrites a stored log.
     fn create_log(
@@ -191,9 +260,16 @@ pub trait Backend: Send + Sync + 'static {
         batch: &Batch,
         handle: &mut Self::Handle,
     ) -> CoreResult<()>;
-    /// Append one batch to a stored log, atomically and durably, refusing
-    /// (`SEQ_MISMATCH`) when storage does not end just before `batch.first_seq`.
-    fn append(&self, key: &Key, batch: &Batch, handle: &mut Self::Handle) -> CoreResult<()>;
+    /// Append one batch to a stored log, atomically and durably, in the step
+    /// that reads the stored length: `Holds(n)`, writing nothing, when
+    /// storage holds `n` events and `batch.first_seq` is not `n` (the store
+    /// says `SEQ_MISMATCH`).
+    fn append(
+        &self,
+        key: &Key,
+        batch: &Batch,
+        handle: &mut Self::Handle,
+    ) -> CoreResult<Result<(), Holds>>;
     /// Every stored session's header, reading headers only.
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
@@ -420,10 +496,20 @@ impl<B: Backend> Store<B> {
         Ok(Some(lease))
     }
 
+    fn load_log(
+        &self,
+        key: &Key,
+        handle: &mut B::Handle,
+        mode: LoadMode,
+        observe: Observe<'_>,
+    ) -> CoreResult<Option<Loaded>> {
+        load_with(&self.backend, key, handle, mode, observe)
+    }
+
     /// The stored log read as a reader: nothing written, nothing tracked.
     fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
         let mut handle = B::Handle::default();
-        self.backend.load(key, &mut handle, LoadMode::Read, None)
+        self.load_log(key, &mut handle, LoadMode::Read, None)
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
@@ -468,10 +554,7 @@ impl<B: Backend> Store<B> {
             None => self.take_lease(key)?,
         };
         let mut handle = B::Handle::default();
-        let loaded = match self
-            .backend
-            .load(key, &mut handle, LoadMode::Repair, observe)
-        {
+        let loaded = match self.load_log(key, &mut handle, LoadMode::Repair, observe) {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -508,8 +591,7 @@ impl<B: Backend> Store<B> {
     fn read(&self, key: &Key, observe: Observe<'_>) -> CoreResult<Log> {
         let mut handle = B::Handle::default();
         let read = self
-            .backend
-            .load(key, &mut handle, LoadMode::Read, observe)?
+            .load_log(key, &mut handle, LoadMode::Read, observe)?
             .ok_or_else(|| not_found(&key.id))?;
         if !read.unrepaired {
             return Ok(read.log);
@@ -518,7 +600,7 @@ impl<B: Backend> Store<B> {
             return Ok(read.log);
         };
         let mut handle = B::Handle::default();
-        let repaired = self.backend.load(key, &mut handle, LoadMode::Repair, None);
+        let repaired = self.load_log(key, &mut handle, LoadMode::Repair, None);
         let durable = self.backend.refusal(&handle).is_none();
         self.backend.let_go(key, &handle);
         drop(lease);
@@ -578,8 +660,7 @@ impl<B: Backend> Store<B> {
         // Through the handle the store has: a backend refuses a log that is
         // not the one it had (`LOG_REPLACED`).
         let loaded = self
-            .backend
-            .load(key, &mut t.handle, mode, None)?
+            .load_log(key, &mut t.handle, mode, None)?
             .ok_or_else(|| not_found(&key.id))?;
         if let Some(refused) = self.backend.refusal(&t.handle) {
             return Err(refused);
@@ -662,11 +743,13 @@ impl<B: Backend> Store<B> {
         if batch.count == 0 {
             return Ok(());
         }
-        if batch.first_seq != t.next_seq {
-            return Err(seq_mismatch(&key.id, batch.first_seq, t.next_seq));
+        if let Err(Holds(stored)) = continues(batch.first_seq, t.next_seq) {
+            return Err(seq_mismatch(&key.id, batch.first_seq, stored));
         }
         let written = if t.materialized {
-            self.backend.append(key, batch, &mut t.handle)
+            self.backend
+                .append(key, batch, &mut t.handle)
+                .and_then(|r| r.map_err(|Holds(n)| seq_mismatch(&key.id, batch.first_seq, n)))
         } else {
             check_persistable(&t.header).and_then(|()| {
                 self.backend
@@ -681,6 +764,35 @@ impl<B: Backend> Store<B> {
         t.next_seq += batch.count as u64;
         Ok(())
     }
+}
+
+/// Load the stored log of `key` from `backend` through `handle`, writing
+/// what `mode` says (`LoadMode::repair`): how many of its events storage
+/// then holds.
+pub(crate) fn load_with<B: Backend>(
+    backend: &B,
+    key: &Key,
+    handle: &mut B::Handle,
+    mode: LoadMode,
+    observe: Observe<'_>,
+) -> CoreResult<Option<Loaded>> {
+    let mut stored = None;
+    let repaired = backend.load(key, handle, mode, observe, &mut |r, writes| {
+        stored = Some(mode.repair(r, writes)?);
+        Ok(())
+    })?;
+    Ok(repaired.map(|r| {
+        // No policy ran: a reader's load, which wrote nothing.
+        let (stored, unrepaired) = match stored {
+            Some(n) => (n, n < r.log.len()),
+            None => (r.preserved, r.needs_write()),
+        };
+        Loaded {
+            log: r.log,
+            stored,
+            unrepaired,
+        }
+    }))
 }
 
 /// The text of event `end - 1` of `log` (`None` for `end` 0).
@@ -910,10 +1022,7 @@ impl<B: Backend> SessionStore for Store<B> {
         if slot.is_none() {
             let lease = self.take_lease(key)?;
             let mut handle = B::Handle::default();
-            let Some(loaded) = self
-                .backend
-                .load(key, &mut handle, LoadMode::Repair, None)?
-            else {
+            let Some(loaded) = self.load_log(key, &mut handle, LoadMode::Repair, None)? else {
                 return Err(not_found(&key.id));
             };
             let authoritative = self.backend.refusal(&handle).is_none();

@@ -19,7 +19,10 @@ mod tls;
 
 use super::load::{self, Place, Repaired};
 use super::rows::{columns, header_of, read_spliced, values_text, Cell};
-use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::{
+    continues, lock, persisted_collision, seq_taken, Backend, Batch, Holds, Key, Listed, LoadMode,
+    Policy, Repairs,
+};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
@@ -1146,18 +1149,15 @@ impl PostgresBackend {
                             .and_then(|d| d.strip_suffix(") already exists."))
                             .and_then(|d| d.rsplit_once(", "))
                             .and_then(|(_, seq)| seq.parse::<u64>().ok());
-                        CoreError::new(Code::SeqMismatch, match seq {
-                            Some(seq) => format!(
-                                "append seq mismatch for {}: the database already holds seq {seq}",
-                                quoted(id)
-                            ),
-                            None => format!(
+                        match seq {
+                            Some(seq) => seq_taken(id, seq),
+                            None => CoreError::new(Code::SeqMismatch, format!(
                                 "append seq mismatch for {}: the database already holds one of seqs {}..={}",
                                 quoted(id),
                                 seqs.first().copied().unwrap_or(0),
                                 seqs.last().copied().unwrap_or(0)
-                            ),
-                        })
+                            )),
+                        }
                     }
                     _ => self.err(e),
                 },
@@ -1202,6 +1202,34 @@ fn values(row: &Row) -> [Cell<'_>; 6] {
             .map_or(Cell::Null, |s| Cell::Text(s.as_bytes()))
     };
     [int(0), text(1), int(2), text(3), text(4), text(5)]
+}
+
+/// The repair primitives in a load's transaction (under the lease row).
+struct TxRepairs<'a, 'c> {
+    backend: &'a PostgresBackend,
+    tx: &'a mut Tx<'c>,
+    id: &'a str,
+}
+
+impl Repairs for TxRepairs<'_, '_> {
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()> {
+        self.tx
+            .query(
+                &format!(
+                    "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
+                    self.backend.schema
+                ),
+                &[
+                    (&self.id, Type::TEXT),
+                    (&(repaired.preserved as i64), Type::INT8),
+                ],
+            )
+            .map(drop)
+    }
+
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
+        self.backend.insert_events(self.tx, self.id, closers)
+    }
 }
 
 impl Backend for PostgresBackend {
@@ -1252,21 +1280,12 @@ impl Backend for PostgresBackend {
         handle: &mut PgHandle,
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
-        let read_only = |this: &Self| {
-            this.tx_then(
-                |tx| {
-                    Ok(this.read(tx, id, None)?.map(|(r, _)| Loaded {
-                        stored: r.preserved,
-                        unrepaired: r.needs_write(),
-                        log: r.log,
-                    }))
-                },
-                false,
-            )
-        };
+        let read_only =
+            |this: &Self| this.tx_then(|tx| Ok(this.read(tx, id, None)?.map(|(r, _)| r)), false);
         if mode == LoadMode::Read {
             return read_only(self);
         }
@@ -1286,32 +1305,15 @@ impl Backend for PostgresBackend {
             let Some((repaired, _)) = self.read(tx, id, observe)? else {
                 return Ok(None);
             };
-            if repaired.torn {
-                tx.query(
-                    &format!(
-                        "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
-                        self.schema
-                    ),
-                    &[
-                        (&id, Type::TEXT),
-                        (&(repaired.preserved as i64), Type::INT8),
-                    ],
-                )?;
-            }
-            let stored = if mode == LoadMode::Repair {
-                self.insert_events(tx, id, &repaired.closers()?)?;
-                repaired.log.len()
-            } else {
-                repaired.preserved
-            };
-            Ok(Some(Ok((
-                epoch,
-                Loaded {
-                    stored,
-                    unrepaired: stored < repaired.log.len(),
-                    log: repaired.log,
+            policy(
+                &repaired,
+                &mut TxRepairs {
+                    backend: self,
+                    tx,
+                    id,
                 },
-            ))))
+            )?;
+            Ok(Some(Ok((epoch, repaired))))
         })?;
         match taken {
             None => Ok(None),
@@ -1384,10 +1386,16 @@ impl Backend for PostgresBackend {
         Ok(())
     }
 
-    fn append(&self, key: &Key, batch: &Batch, handle: &mut PgHandle) -> CoreResult<()> {
+    fn append(
+        &self,
+        key: &Key,
+        batch: &Batch,
+        handle: &mut PgHandle,
+    ) -> CoreResult<Result<(), Holds>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
+        let mut held = None;
         let epoch = self.tx(|tx| {
             let epoch = self.fence(tx, id, handle, batch.first_seq)?;
             // In the transaction that writes (the lease row is locked by
@@ -1402,15 +1410,21 @@ impl Backend for PostgresBackend {
                 )?
                 .try_get(0)
                 .map_err(|e| self.err(e))?;
-            if stored != batch.first_seq as i64 {
-                return Err(super::seq_mismatch(id, batch.first_seq, stored as u64));
+            if let Err(holds) = continues(batch.first_seq, stored as u64) {
+                // Rolled back, the fence's renewal too: the store says why.
+                held = Some(holds);
+                return Err(CoreError::new(Code::SeqMismatch, "rolled back"));
             }
             self.insert_events(tx, id, &texts)?;
             Ok(epoch)
-        })?;
+        });
+        if let Some(holds) = held {
+            return Ok(Err(holds));
+        }
+        let epoch = epoch?;
         handle.epoch = Some(epoch);
         handle.refused = None;
-        Ok(())
+        Ok(Ok(()))
     }
 
     fn list(&self) -> CoreResult<Vec<Listed>> {

@@ -4,7 +4,10 @@
 
 use super::load::{self, Place, Repaired};
 use super::rows::{columns, header_of, read_spliced, values_text, Cell, Columns};
-use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::{
+    continues, lock, persisted_collision, seq_taken, Backend, Batch, Holds, Key, Listed, LoadMode,
+    Policy, Repairs,
+};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
@@ -460,14 +463,7 @@ impl SqliteBackend {
             bind_row(&mut stmt, 1, id, c).map_err(|e| self.err(e))?;
             stmt.raw_execute()
                 .map_err(|e| match e.sqlite_error_code() {
-                    Some(ErrorCode::ConstraintViolation) => CoreError::new(
-                        Code::SeqMismatch,
-                        format!(
-                            "append seq mismatch for {}: the database already holds seq {}",
-                            crate::json::quote(id),
-                            c.seq
-                        ),
-                    ),
+                    Some(ErrorCode::ConstraintViolation) => seq_taken(id, c.seq),
                     _ => self.err(e),
                 })?;
         }
@@ -486,6 +482,29 @@ static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
         vec!["(?, ?, ?, ?, ?, ?, ?)"; ROWS_PER_INSERT].join(", ")
     )
 });
+
+/// The repair primitives in a load's immediate transaction.
+struct TxRepairs<'a> {
+    backend: &'a SqliteBackend,
+    tx: &'a Transaction<'a>,
+    id: &'a str,
+}
+
+impl Repairs for TxRepairs<'_> {
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()> {
+        self.tx
+            .execute(
+                "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
+                params![self.id, repaired.preserved as i64],
+            )
+            .map(drop)
+            .map_err(|e| self.backend.err(e))
+    }
+
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
+        self.backend.insert_events(self.tx, self.id, closers)
+    }
+}
 
 /// Bind one row's seven values from parameter `at` on.
 fn bind_row(
@@ -531,7 +550,8 @@ impl Backend for SqliteBackend {
         _handle: &mut (),
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         if mode == LoadMode::Read {
             // A reader: one consistent snapshot, the repair in memory only.
@@ -542,11 +562,7 @@ impl Backend for SqliteBackend {
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
                 let read = read_session(&tx, &self.path, id, observe);
                 drop(tx);
-                Ok(read?.map(|(repaired, _)| Loaded {
-                    stored: repaired.preserved,
-                    unrepaired: repaired.needs_write(),
-                    log: repaired.log,
-                }))
+                Ok(read?.map(|(repaired, _)| repaired))
             });
         }
         self.with_writable(|conn| {
@@ -555,24 +571,15 @@ impl Backend for SqliteBackend {
                 let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
                     return Ok(None);
                 };
-                if repaired.torn {
-                    tx.execute(
-                        "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
-                        params![id, repaired.preserved as i64],
-                    )
-                    .map_err(|e| self.err(e))?;
-                }
-                let stored = if mode == LoadMode::Repair {
-                    self.insert_events(tx, id, &repaired.closers()?)?;
-                    repaired.log.len()
-                } else {
-                    repaired.preserved
-                };
-                Ok(Some(Loaded {
-                    stored,
-                    unrepaired: stored < repaired.log.len(),
-                    log: repaired.log,
-                }))
+                policy(
+                    &repaired,
+                    &mut TxRepairs {
+                        backend: self,
+                        tx,
+                        id,
+                    },
+                )?;
+                Ok(Some(repaired))
             })
         })
     }
@@ -613,7 +620,7 @@ impl Backend for SqliteBackend {
         })
     }
 
-    fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<()> {
+    fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<Result<(), Holds>> {
         let texts: Vec<&str> = batch.texts().collect();
         self.write(|tx| {
             // In the transaction that writes: the batch continues the stored log.
@@ -624,10 +631,10 @@ impl Backend for SqliteBackend {
                     |row| row.get(0),
                 )
                 .map_err(|e| self.err(e))?;
-            if stored != batch.first_seq as i64 {
-                return Err(super::seq_mismatch(&key.id, batch.first_seq, stored as u64));
+            if let Err(holds) = continues(batch.first_seq, stored as u64) {
+                return Ok(Err(holds));
             }
-            self.insert_events(tx, &key.id, &texts)
+            self.insert_events(tx, &key.id, &texts).map(Ok)
         })
     }
 
@@ -652,6 +659,7 @@ impl Backend for SqliteBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::load_with;
 
     /// The event text `values_text` builds from these column values.
     fn text_of(cols: [SqlValue; 6]) -> Option<String> {
@@ -792,14 +800,10 @@ mod tests {
             .map_err(|e| b.err(e))
         })
         .unwrap();
-        let err = b.append(&key, &batch(1, 80), &mut ()).unwrap_err();
         // The check runs in the transaction that writes: it sees seq 35.
         assert_eq!(
-            (err.code(), err.to_string().as_str()),
-            (
-                "SEQ_MISMATCH",
-                "append seq mismatch for \"m\": expected 36 at index 0, got 1 (the store holds 36 events)"
-            )
+            b.append(&key, &batch(1, 80), &mut ()).unwrap(),
+            Err(Holds(36))
         );
         let count: i64 = b
             .with(|c| {
@@ -814,9 +818,8 @@ mod tests {
                 .map_err(|e| b.err(e))
         })
         .unwrap();
-        b.append(&key, &batch(1, 80), &mut ()).unwrap();
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        b.append(&key, &batch(1, 80), &mut ()).unwrap().unwrap();
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
@@ -850,8 +853,7 @@ mod tests {
         };
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
@@ -880,7 +882,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log
@@ -1007,15 +1009,14 @@ mod tests {
         };
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log

@@ -179,10 +179,7 @@ const NAME_MAX_BYTES: usize = 63;
 /// inside the schema.
 fn check_schema(schema: &str) -> CoreResult<()> {
     if schema.is_empty() || schema.contains('\0') {
-        return Err(CoreError::new(
-            Code::InvalidArgument,
-            "PostgresSessionStore schema must be a non-empty name without NUL",
-        ));
+        return Err(schema_refused());
     }
     if schema.len() > NAME_MAX_BYTES {
         return Err(CoreError::new(
@@ -195,6 +192,16 @@ fn check_schema(schema: &str) -> CoreResult<()> {
         ));
     }
     Ok(())
+}
+
+/// `INVALID_ARGUMENT`: a schema option that is not a name PostgreSQL keeps
+/// (the one home of that rule: the binding refuses a value that is not a
+/// string with it too).
+pub fn schema_refused() -> CoreError {
+    CoreError::new(
+        Code::InvalidArgument,
+        "PostgresSessionStore schema must be a non-empty string without NUL",
+    )
 }
 
 /// This machine's host name (lease holders name it).
@@ -1513,7 +1520,12 @@ mod tests {
         let refused = check_schema(&format!("{}ab", "é".repeat(31))).unwrap_err();
         assert_eq!(refused.code(), "INVALID_ARGUMENT");
         assert!(refused.message().contains(" is 64 bytes of UTF-8; "));
-        assert!(check_schema("").is_err());
+        for bad in ["", "a\0b"] {
+            assert_eq!(
+                check_schema(bad).unwrap_err().message(),
+                "PostgresSessionStore schema must be a non-empty string without NUL"
+            );
+        }
     }
 
     /// A backend on the test server (`DSH_TEST_PG_URL`, set by .ci/run) in

@@ -294,26 +294,59 @@ pub trait Backend: Send + Sync + 'static {
 /// What the store knows about one session.
 struct Tracked<H> {
     header: SessionHeader,
-    /// Whether the log exists in storage (lazy creation: not before the first append).
-    materialized: bool,
-    /// The stored log length: the seq the next batch must start at.
-    next_seq: u64,
     handle: H,
     /// The session's write lease, once this store has taken it.
     lease: Option<Lease>,
-    /// Whether the fields above were read under the lease (or need none)
-    /// and nothing failed since: only then do they say what storage holds.
-    authoritative: bool,
-    /// The stored session's surface, to check `append` batches against
-    /// (SPEC 5); `None` after a flush (the session checked those events),
-    /// rebuilt by a load when an append needs it.
-    surface: Option<Surface>,
-    /// The live session (token) whose events `0..verified` the stored log
-    /// is known to hold, and the text of event `verified - 1` as written or
-    /// read then (to check, after a lapse, that storage still ends so).
-    owner: Option<u64>,
+    known: Known,
+    owner: Option<Owner>,
+}
+
+/// What a store knows of a session's stored log.
+enum Known {
+    /// Nothing is stored (lazy creation: not before the first write),
+    /// known under the lease or needing none; the first write never
+    /// overwrites a log (it refuses one that appeared meanwhile).
+    Intent,
+    /// Read or written under the lease (or needing none), nothing failed
+    /// since: storage holds `next_seq` events, the seq the next batch must
+    /// start at.
+    Stored {
+        next_seq: u64,
+        /// The stored session's surface, to check `append` batches against
+        /// (SPEC 5); `None` after a flush (the session checked those
+        /// events), read back when an append needs it.
+        surface: Option<Surface>,
+    },
+    /// To read again under the lease before any write: read without it
+    /// (another store held it), or a write failed. `materialized`: whether
+    /// the log was known to exist.
+    Stale { materialized: bool },
+}
+
+impl Known {
+    fn materialized(&self) -> bool {
+        !matches!(
+            self,
+            Known::Intent
+                | Known::Stale {
+                    materialized: false
+                }
+        )
+    }
+
+    /// Whether this says what storage holds.
+    fn authoritative(&self) -> bool {
+        !matches!(self, Known::Stale { .. })
+    }
+}
+
+/// The live session (`token`) whose events `0..verified` the stored log is
+/// known to hold, and the text of event `verified - 1` as written or read
+/// then (to check, after a lapse, that storage still ends so).
+struct Owner {
+    token: u64,
     verified: u64,
-    verified_last: Option<Box<str>>,
+    last: Option<Box<str>>,
 }
 
 impl<H: Default> Tracked<H> {
@@ -321,38 +354,35 @@ impl<H: Default> Tracked<H> {
     fn intent(header: SessionHeader) -> Tracked<H> {
         Tracked {
             header,
-            materialized: false,
-            next_seq: 0,
             handle: H::default(),
             lease: None,
-            // Nothing stored is known, and the first write never
-            // overwrites a log (it refuses one that appeared meanwhile).
-            authoritative: true,
-            surface: Some(Surface::new()),
+            known: Known::Intent,
             owner: None,
-            verified: 0,
-            verified_last: None,
         }
     }
 
-    /// What a load under the lease (or needing none) found.
+    /// What a load found: under the lease, or needing none
+    /// (`authoritative`), or read as a reader.
     fn loaded(
         header: SessionHeader,
         loaded: &Loaded,
         handle: H,
         authoritative: bool,
     ) -> Tracked<H> {
+        let known = if authoritative {
+            Known::Stored {
+                next_seq: loaded.stored as u64,
+                surface: Some(loaded.log.surface().clone()),
+            }
+        } else {
+            Known::Stale { materialized: true }
+        };
         Tracked {
             header,
-            materialized: true,
-            next_seq: loaded.stored as u64,
             handle,
             lease: None,
-            authoritative,
-            surface: Some(loaded.log.surface().clone()),
+            known,
             owner: None,
-            verified: 0,
-            verified_last: None,
         }
     }
 }
@@ -545,7 +575,7 @@ impl<B: Backend> Store<B> {
         let own_lease = self.backend.lease_path(key).is_none();
         let holds = slot
             .as_ref()
-            .is_some_and(|t| t.lease.is_some() || (own_lease && t.authoritative));
+            .is_some_and(|t| t.lease.is_some() || (own_lease && t.known.authoritative()));
         if !writer && !holds {
             return self.read(key, observe);
         }
@@ -575,9 +605,11 @@ impl<B: Backend> Store<B> {
         t.lease = lease;
         if let (true, Some(token)) = (authoritative, token) {
             // The session `open` makes holds exactly what storage holds.
-            t.owner = Some(token);
-            t.verified = t.next_seq;
-            t.verified_last = last_text(&loaded.log, loaded.stored)?;
+            t.owner = Some(Owner {
+                token,
+                verified: loaded.stored as u64,
+                last: last_text(&loaded.log, loaded.stored)?,
+            });
         }
         *slot = Some(t);
         Ok(loaded.log)
@@ -629,7 +661,7 @@ impl<B: Backend> Store<B> {
         if t.lease.is_none() {
             t.lease = self.take_lease(key)?;
         }
-        if t.authoritative {
+        if t.known.authoritative() {
             return Ok(None);
         }
         match self.refresh(key, t, mode) {
@@ -652,9 +684,9 @@ impl<B: Backend> Store<B> {
         t: &mut Tracked<B::Handle>,
         mode: LoadMode,
     ) -> CoreResult<Option<Log>> {
-        if !t.materialized && !self.backend.exists(key)? {
+        if !t.known.materialized() && !self.backend.exists(key)? {
             // Nothing stored yet: the first write never overwrites a log.
-            t.authoritative = true;
+            t.known = Known::Intent;
             return Ok(None);
         }
         // Through the handle the store has: a backend refuses a log that is
@@ -666,23 +698,22 @@ impl<B: Backend> Store<B> {
             return Err(refused);
         }
         let stored = loaded.stored as u64;
-        let keeps = t.owner.is_some()
-            && stored >= t.verified
-            && (t.verified == 0
-                || matches!(
-                    (last_text(&loaded.log, t.verified as usize)?, t.verified_last.as_deref()),
-                    (Some(a), Some(b)) if same_event(&a, b)
-                ));
-        if !keeps {
-            t.owner = None;
-            t.verified = 0;
-            t.verified_last = None;
+        if let Some(owner) = &t.owner {
+            let keeps = stored >= owner.verified
+                && (owner.verified == 0
+                    || matches!(
+                        (last_text(&loaded.log, owner.verified as usize)?, owner.last.as_deref()),
+                        (Some(a), Some(b)) if same_event(&a, b)
+                    ));
+            if !keeps {
+                t.owner = None;
+            }
         }
         t.header = loaded.log.header().clone();
-        t.materialized = true;
-        t.next_seq = stored;
-        t.surface = Some(loaded.log.surface_at(loaded.stored)?);
-        t.authoritative = true;
+        t.known = Known::Stored {
+            next_seq: stored,
+            surface: Some(loaded.log.surface_at(loaded.stored)?),
+        };
         Ok(Some(loaded.log))
     }
 
@@ -739,29 +770,55 @@ impl<B: Backend> Store<B> {
     /// checks it starts at the stored length (`SEQ_MISMATCH` otherwise). A
     /// failed write leaves what storage holds unknown: the next write reads
     /// it again first.
-    fn write(&self, key: &Key, t: &mut Tracked<B::Handle>, batch: &Batch) -> CoreResult<()> {
+    /// `after`: the stored surface once the batch is written (`None`: an
+    /// append reads it back when it needs it).
+    fn write(
+        &self,
+        key: &Key,
+        t: &mut Tracked<B::Handle>,
+        batch: &Batch,
+        after: Option<Surface>,
+    ) -> CoreResult<()> {
         if batch.count == 0 {
             return Ok(());
         }
-        if let Err(Holds(stored)) = continues(batch.first_seq, t.next_seq) {
-            return Err(seq_mismatch(&key.id, batch.first_seq, stored));
+        let stored = match t.known {
+            Known::Intent => None,
+            Known::Stored { next_seq, .. } => Some(next_seq),
+            Known::Stale { .. } => {
+                return Err(CoreError::new(
+                    Code::Internal,
+                    format!(
+                        "session {}: a write before the store read the log under its lease",
+                        crate::json::quote(&key.id)
+                    ),
+                ))
+            }
+        };
+        let first = batch.first_seq;
+        if let Err(Holds(n)) = continues(first, stored.unwrap_or(0)) {
+            return Err(seq_mismatch(&key.id, first, n));
         }
-        let written = if t.materialized {
-            self.backend
+        let written = match stored {
+            Some(_) => self
+                .backend
                 .append(key, batch, &mut t.handle)
-                .and_then(|r| r.map_err(|Holds(n)| seq_mismatch(&key.id, batch.first_seq, n)))
-        } else {
-            check_persistable(&t.header).and_then(|()| {
+                .and_then(|r| r.map_err(|Holds(n)| seq_mismatch(&key.id, first, n))),
+            None => check_persistable(&t.header).and_then(|()| {
                 self.backend
                     .create_log(key, &t.header, batch, &mut t.handle)
-            })
+            }),
         };
         if let Err(e) = written {
-            t.authoritative = false;
+            t.known = Known::Stale {
+                materialized: stored.is_some(),
+            };
             return Err(e);
         }
-        t.materialized = true;
-        t.next_seq += batch.count as u64;
+        t.known = Known::Stored {
+            next_seq: stored.unwrap_or(0) + batch.count as u64,
+            surface: after,
+        };
         Ok(())
     }
 }
@@ -1041,22 +1098,27 @@ impl<B: Backend> SessionStore for Store<B> {
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
-        if t.surface.is_none() {
+        if let Known::Stored {
+            surface: none @ None,
+            ..
+        } = &mut t.known
+        {
             // After a flush: the stored surface, read back under the lease.
             let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
-            t.surface = Some(loaded.log.surface_at(loaded.stored)?);
+            *none = Some(loaded.log.surface_at(loaded.stored)?);
         }
-        check_contiguous(&key.id, t.next_seq, &seqs)?;
-        let surface = match &t.surface {
-            Some(s) => check_surface(&key.id, s, &batch)?,
-            None => return Err(not_found(&key.id)),
+        let (next_seq, surface) = match &t.known {
+            Known::Intent => (0, check_surface(&key.id, &Surface::new(), &batch)?),
+            Known::Stored {
+                next_seq,
+                surface: Some(s),
+            } => (*next_seq, check_surface(&key.id, s, &batch)?),
+            _ => return Err(not_found(&key.id)),
         };
-        self.write(key, t, &batch)?;
-        t.surface = Some(surface);
+        check_contiguous(&key.id, next_seq, &seqs)?;
+        self.write(key, t, &batch, Some(surface))?;
         // Storage now holds events no live session of this store gave it.
         t.owner = None;
-        t.verified = 0;
-        t.verified_last = None;
         Ok(())
     }
 
@@ -1072,8 +1134,8 @@ impl<B: Backend> SessionStore for Store<B> {
         let slot = lock(&self.sessions).get(id).cloned()?;
         // Busy: the flush proves the whole history instead.
         let guard = slot.try_lock().ok()?;
-        let t = guard.as_ref()?;
-        (t.owner == Some(token)).then_some(t.verified)
+        let owner = guard.as_ref()?.owner.as_ref()?;
+        (owner.token == token).then_some(owner.verified)
     }
 
     fn flush(&self, key: &Key, f: Flush) -> CoreResult<Flushed> {
@@ -1085,19 +1147,22 @@ impl<B: Backend> SessionStore for Store<B> {
             // (the refresh finds out, under the lease).
             let mut t = Tracked::intent(f.header.clone());
             t.lease = self.take_lease(key)?;
-            t.authoritative = false;
+            t.known = Known::Stale {
+                materialized: false,
+            };
             *slot = Some(t);
         }
         let read = self.become_writer(key, &mut slot, LoadMode::Continue)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
-        let stored = t.next_seq;
-        let from = if t.owner == Some(f.token) {
-            t.verified.min(stored)
-        } else {
-            0
+        let stored = match t.known {
+            Known::Intent => 0,
+            Known::Stored { next_seq, .. } => next_seq,
+            Known::Stale { .. } => return Err(not_found(&key.id)),
         };
+        let mine = t.owner.as_ref().filter(|o| o.token == f.token);
+        let from = mine.map_or(0, |o| o.verified.min(stored));
         if f.start > from {
             return Ok(Flushed::FromStart);
         }
@@ -1113,30 +1178,34 @@ impl<B: Backend> SessionStore for Store<B> {
         if from < stored {
             self.compare(key, &f.texts, from, stored, read)?;
         }
-        if stored == 0 {
-            t.verified_last = None;
+        let last = if stored == 0 {
+            None
         } else if from < stored {
             // Compared: the last stored event is the session's.
             let mut last = None;
             f.texts
                 .visit(stored - 1, stored, |_, text| last = Some(text.into()))?;
-            t.verified_last = last;
-        }
-        t.owner = Some(f.token);
-        t.verified = stored;
-        if !t.materialized {
+            last
+        } else {
+            mine.and_then(|o| o.last.clone())
+        };
+        t.owner = Some(Owner {
+            token: f.token,
+            verified: stored,
+            last,
+        });
+        if !t.known.materialized() {
             t.header = f.header;
         }
         let batch = batch_of(&key.id, f.texts, stored, f.to)?;
-        if batch.count > 0 {
-            // The session checked these events; an append reads the stored
-            // surface back when it needs it.
-            t.surface = None;
-        }
-        self.write(key, t, &batch)?;
-        t.verified = t.next_seq;
-        if let Some(text) = batch.last_text() {
-            t.verified_last = Some(text.into());
+        // The session checked these events; an append reads the stored
+        // surface back when it needs it.
+        self.write(key, t, &batch, None)?;
+        if let (Some(owner), Known::Stored { next_seq, .. }) = (&mut t.owner, &t.known) {
+            owner.verified = *next_seq;
+            if let Some(text) = batch.last_text() {
+                owner.last = Some(text.into());
+            }
         }
         Ok(Flushed::Wrote(batch.count as u64))
     }

@@ -258,7 +258,7 @@ pub fn read_sqlite(path: &str, id: &str) -> CoreResult<StoredLog> {
 
 /// Headers in the order the stores list them: `createdAt`, then id.
 fn sorted(mut headers: Vec<SessionHeader>) -> Vec<SessionHeader> {
-    let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+    let created = |h: &SessionHeader| h.number("createdAt").unwrap_or(0.0);
     headers.sort_by(|a, b| {
         created(a)
             .total_cmp(&created(b))

@@ -215,7 +215,7 @@ fn check_file_name(file: &str) -> CoreResult<()> {
 }
 
 fn cwd_of(header: &SessionHeader) -> Option<&str> {
-    header.get("cwd").and_then(serde_json::Value::as_str)
+    header.text("cwd")
 }
 
 #[cfg(unix)]

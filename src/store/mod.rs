@@ -28,7 +28,6 @@ use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Leases, Refused};
 use load::Repaired;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -456,16 +455,22 @@ fn different_history(id: &str, why: &str) -> CoreError {
 /// A header a store can write: SQLite keeps `createdAt` as an INTEGER, so
 /// every store requires a non-negative safe integer.
 pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
-    match header.get("createdAt") {
-        Some(v) if crate::json::as_seq(v).is_some() => Ok(()),
-        other => Err(CoreError::new(
-            Code::InvalidHeader,
-            format!(
-            "session header createdAt must be a non-negative safe integer to be persisted, got {}",
-            other.map_or_else(|| "undefined".to_string(), Value::to_string)
-        ),
-        )),
+    if header
+        .get("createdAt")
+        .and_then(crate::json::as_seq)
+        .is_some()
+    {
+        return Ok(());
     }
+    Err(CoreError::new(
+        Code::InvalidHeader,
+        format!(
+            "session header createdAt must be a non-negative safe integer to be persisted, got {}",
+            header
+                .member_json("createdAt")
+                .unwrap_or_else(|| "undefined".to_string())
+        ),
+    ))
 }
 
 /// `SEQ_MISMATCH`: a batch starting at `first` where storage holds `stored` events.
@@ -1214,12 +1219,7 @@ impl<B: Backend> SessionStore for Store<B> {
         self.check_open()?;
         let mut out = self.backend.list()?;
         out.sort_by(|a, b| {
-            let created = |l: &Listed| {
-                l.header
-                    .get("createdAt")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0)
-            };
+            let created = |l: &Listed| l.header.number("createdAt").unwrap_or(0.0);
             created(a)
                 .total_cmp(&created(b))
                 .then_with(|| a.header.id().cmp(b.header.id()))

@@ -17,8 +17,11 @@ mod conn;
 mod schema;
 mod tls;
 
-use super::load::{self, Place, Repaired};
-use super::rows::{columns, header_of, read_spliced, values_text, Cell};
+use super::load::Repaired;
+use super::rows::{
+    columns, header_of, header_row, read_rows, values_text, Cell, Splicer, EVENT_COLUMNS,
+    HEADER_COLUMNS,
+};
 use super::{
     continues, lock, persisted_collision, seq_taken, Backend, Batch, Holds, Key, Listed, LoadMode,
     Policy, Repairs,
@@ -28,7 +31,6 @@ use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use schema::{schema_sql, schema_tables_sql, Found, TABLES};
-use serde_json::Value;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -869,7 +871,7 @@ impl PostgresBackend {
     fn header(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<SessionHeader>> {
         let row = tx.query_opt(
             &format!(
-                "SELECT version, created_at, cwd, parent_session, seed_length FROM {}.sessions WHERE id = $1",
+                "SELECT {HEADER_COLUMNS} FROM {}.sessions WHERE id = $1",
                 self.schema
             ),
             &[(&id, Type::TEXT)],
@@ -891,25 +893,20 @@ impl PostgresBackend {
             return Ok(None);
         };
         let select = format!(
-            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
-             WHERE session_id = $1 ORDER BY seq",
+            "SELECT {EVENT_COLUMNS} FROM {}.events WHERE session_id = $1 ORDER BY seq",
             self.schema
         );
         let params: &Params<'_> = &[(&id, Type::TEXT)];
         // The rows are folded as they arrive, never all held at once.
-        let (repaired, count) = read_spliced(id, &header, observe, |splicer| {
+        let splice = |tx: &mut &mut Tx<'_>, splicer: &mut Splicer| {
             tx.query_each(&select, params, |row| splicer.push(values(row)))
                 .map(drop)
-        })?;
-        if let Some(repaired) = repaired {
-            return Ok(Some((repaired, count)));
-        }
-        // A row the fold cannot take: all of them again, as records that
-        // may be damaged.
-        let rows = tx.query(&select, params)?;
-        let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
-        let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
-        load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))
+        };
+        let records = |tx: &mut &mut Tx<'_>| {
+            let rows = tx.query(&select, params)?;
+            Ok(rows.iter().map(|r| values_text(values(r))).collect())
+        };
+        read_rows(id, header, observe, &mut { tx }, splice, records).map(Some)
     }
 
     /// Take the lease of session `id` for this store (a new epoch), or say
@@ -1132,7 +1129,7 @@ impl PostgresBackend {
         tx.conn
             .query(
                 &format!(
-                    "INSERT INTO {}.events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+                    "INSERT INTO {}.events (session_id, {EVENT_COLUMNS}) \
                      SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])",
                     self.schema
                 ),
@@ -1353,25 +1350,21 @@ impl Backend for PostgresBackend {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
-        let int = |k: &str| header.get(k).and_then(Value::as_i64);
-        let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
-        let (version, created_at, seed_length) =
-            (int("version"), int("createdAt"), int("seedLength"));
-        let (cwd, parent) = (text("cwd"), text("parentSession"));
+        let h = header_row(header);
         let epoch = self.tx(|tx| {
             let created = tx.query(
                 &format!(
-                    "INSERT INTO {}.sessions (id, version, created_at, cwd, parent_session, seed_length) \
+                    "INSERT INTO {}.sessions (id, {HEADER_COLUMNS}) \
                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING 1",
                     self.schema
                 ),
                 &[
                     (&id, Type::TEXT),
-                    (&version, Type::INT8),
-                    (&created_at, Type::INT8),
-                    (&cwd, Type::TEXT),
-                    (&parent, Type::TEXT),
-                    (&seed_length, Type::INT8),
+                    (&h.version, Type::INT8),
+                    (&h.created_at, Type::INT8),
+                    (&h.cwd, Type::TEXT),
+                    (&h.parent_session, Type::TEXT),
+                    (&h.seed_length, Type::INT8),
                 ],
             )?;
             if created.is_empty() {
@@ -1438,10 +1431,7 @@ impl Backend for PostgresBackend {
         self.tx_then(
             |tx| {
                 let rows = tx.query(
-                    &format!(
-                        "SELECT id, version, created_at, cwd, parent_session, seed_length FROM {}.sessions",
-                        self.schema
-                    ),
+                    &format!("SELECT id, {HEADER_COLUMNS} FROM {}.sessions", self.schema),
                     &[],
                 )?;
                 Ok(rows

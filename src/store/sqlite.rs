@@ -478,7 +478,7 @@ static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 
 /// The repair primitives in a load's immediate transaction.
 struct TxRepairs<'a> {
-    backend: &'a SqliteBackend,
+    of: &'a SqliteBackend,
     tx: &'a Transaction<'a>,
     id: &'a str,
 }
@@ -491,11 +491,11 @@ impl Repairs for TxRepairs<'_> {
                 params![self.id, repaired.preserved as i64],
             )
             .map(drop)
-            .map_err(|e| self.backend.err(e))
+            .map_err(|e| self.of.err(e))
     }
 
     fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
-        self.backend.insert_events(self.tx, self.id, closers)
+        self.of.insert_events(self.tx, self.id, closers)
     }
 }
 
@@ -564,14 +564,7 @@ impl Backend for SqliteBackend {
                 let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
                     return Ok(None);
                 };
-                policy(
-                    &repaired,
-                    &mut TxRepairs {
-                        backend: self,
-                        tx,
-                        id,
-                    },
-                )?;
+                policy(&repaired, &mut TxRepairs { of: self, tx, id })?;
                 Ok(Some(repaired))
             })
         })

@@ -531,20 +531,10 @@ impl<B: Backend> Store<B> {
         Ok(Some(lease))
     }
 
-    fn load_log(
-        &self,
-        key: &Key,
-        handle: &mut B::Handle,
-        mode: LoadMode,
-        observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
-        load_with(&self.backend, key, handle, mode, observe)
-    }
-
     /// The stored log read as a reader: nothing written, nothing tracked.
     fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
         let mut handle = B::Handle::default();
-        self.load_log(key, &mut handle, LoadMode::Read, None)
+        load_with(&self.backend, key, &mut handle, LoadMode::Read, None)
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
@@ -589,7 +579,7 @@ impl<B: Backend> Store<B> {
             None => self.take_lease(key)?,
         };
         let mut handle = B::Handle::default();
-        let loaded = match self.load_log(key, &mut handle, LoadMode::Repair, observe) {
+        let loaded = match load_with(&self.backend, key, &mut handle, LoadMode::Repair, observe) {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -627,8 +617,7 @@ impl<B: Backend> Store<B> {
     /// when the durable repair fails (a read-only directory).
     fn read(&self, key: &Key, observe: Observe<'_>) -> CoreResult<Log> {
         let mut handle = B::Handle::default();
-        let read = self
-            .load_log(key, &mut handle, LoadMode::Read, observe)?
+        let read = load_with(&self.backend, key, &mut handle, LoadMode::Read, observe)?
             .ok_or_else(|| not_found(&key.id))?;
         if !read.unrepaired {
             return Ok(read.log);
@@ -637,7 +626,7 @@ impl<B: Backend> Store<B> {
             return Ok(read.log);
         };
         let mut handle = B::Handle::default();
-        let repaired = self.load_log(key, &mut handle, LoadMode::Repair, None);
+        let repaired = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None);
         let durable = self.backend.refusal(&handle).is_none();
         self.backend.let_go(key, &handle);
         drop(lease);
@@ -696,8 +685,7 @@ impl<B: Backend> Store<B> {
         }
         // Through the handle the store has: a backend refuses a log that is
         // not the one it had (`LOG_REPLACED`).
-        let loaded = self
-            .load_log(key, &mut t.handle, mode, None)?
+        let loaded = load_with(&self.backend, key, &mut t.handle, mode, None)?
             .ok_or_else(|| not_found(&key.id))?;
         if let Some(refused) = self.backend.refusal(&t.handle) {
             return Err(refused);
@@ -1084,7 +1072,8 @@ impl<B: Backend> SessionStore for Store<B> {
         if slot.is_none() {
             let lease = self.take_lease(key)?;
             let mut handle = B::Handle::default();
-            let Some(loaded) = self.load_log(key, &mut handle, LoadMode::Repair, None)? else {
+            let Some(loaded) = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None)?
+            else {
                 return Err(not_found(&key.id));
             };
             let authoritative = self.backend.refusal(&handle).is_none();

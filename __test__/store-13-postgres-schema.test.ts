@@ -159,7 +159,10 @@ describe.skipIf(PG_URL === undefined)('issue 13: PostgreSQL store options and fa
   it('validates its options, naming the one that is wrong', () => {
     const make = (o: unknown) => () => new PostgresSessionStore(o as never)
     expect(thrown(make(undefined))).toEqual({ code: 'INVALID_ARGUMENT', message: 'PostgresSessionStore needs { connectionString: string } (a libpq-style URL)' })
-    expect(thrown(make({ connectionString: PG_URL, schema: '' }))).toEqual({ code: 'INVALID_ARGUMENT', message: 'PostgresSessionStore schema must be a non-empty string' })
+    // One rule for a schema name (Rust's): a string, not empty, no NUL.
+    for (const schema of ['', 'a\u0000b', 5, {}]) {
+      expect(thrown(make({ connectionString: PG_URL, schema }))).toEqual({ code: 'INVALID_ARGUMENT', message: 'PostgresSessionStore schema must be a non-empty string without NUL' })
+    }
     expect(thrown(make({ connectionString: PG_URL, poolSize: 0 }))).toEqual({ code: 'INVALID_ARGUMENT', message: 'PostgresSessionStore poolSize must be an integer from 1 to 1024, got 0' })
     expect(thrown(make({ connectionString: PG_URL, leaseMs: 1.5 }))).toEqual({ code: 'INVALID_ARGUMENT', message: 'PostgresSessionStore leaseMs must be a positive integer of milliseconds, got 1.5' })
     expect(thrown(make({ connectionString: PG_URL, statementTimeoutMs: -1 })).code).toBe('INVALID_ARGUMENT')

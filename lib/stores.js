@@ -288,10 +288,8 @@ class PostgresSessionStore extends SessionStoreBase {
     if (typeof url !== 'string' || url.length === 0) {
       throw fail('PostgresSessionStore needs { connectionString: string } (a libpq-style URL)', 'INVALID_ARGUMENT')
     }
+    // Any other value is refused by the native store (one rule for a schema name).
     const schema = options.schema ?? POSTGRES_DEFAULT_SCHEMA
-    if (typeof schema !== 'string' || schema.length === 0) {
-      throw fail('PostgresSessionStore schema must be a non-empty string', 'INVALID_ARGUMENT')
-    }
     const poolSize = options.poolSize
     if (poolSize !== undefined && (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1024)) {
       throw fail(`PostgresSessionStore poolSize must be an integer from 1 to 1024, got ${String(poolSize)}`, 'INVALID_ARGUMENT')

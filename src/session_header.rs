@@ -189,6 +189,26 @@ impl SessionHeader {
         self.record.get(key)
     }
 
+    /// A member that is an integer JSON number (a store's INTEGER column).
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.record.get(key).and_then(Value::as_i64)
+    }
+
+    /// A member that is a JSON string (a store's TEXT column).
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.record.get(key).and_then(Value::as_str)
+    }
+
+    /// A member's JSON text (for a message).
+    pub fn member_json(&self, key: &str) -> Option<String> {
+        self.record.get(key).map(Value::to_string)
+    }
+
+    /// A member that is a JSON number, as JavaScript reads it.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.record.get(key).and_then(Value::as_f64)
+    }
+
     /// The header record as JSON text (what `session.header` shows).
     pub fn json(&self) -> String {
         Value::Object(self.record.clone()).to_string()

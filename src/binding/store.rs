@@ -15,7 +15,7 @@ use crate::store::jsonl::JsonlBackend;
 use crate::store::postgres::{PgOptions, PostgresBackend};
 use crate::store::sqlite::{SqliteBackend, JOURNAL_MODES};
 use crate::store::{Flush, Flushed, Key, Listed, SessionStore, SessionTexts, Store};
-use napi::bindgen_prelude::{AsyncTask, Buffer, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Either, ToNapiValue, TypeName, Unknown};
 use napi::{Env, JsValue, Result, Task};
 use napi_derive::napi;
 use std::path::PathBuf;
@@ -234,7 +234,7 @@ impl NativeStore {
     pub fn postgres(
         env: Env,
         connection_string: String,
-        schema: String,
+        schema: Either<String, Unknown<'_>>,
         pool_size: Option<u32>,
         lease_ms: Option<u32>,
         statement_timeout_ms: Option<u32>,
@@ -244,6 +244,10 @@ impl NativeStore {
             n.map_or(default, |n| std::time::Duration::from_millis(u64::from(n)))
         };
         call(&env, || {
+            // Checked here, with the rest of the name's rule (`check_schema`).
+            let Either::A(schema) = schema else {
+                return Err(crate::store::postgres::schema_refused());
+            };
             let backend = PostgresBackend::new(PgOptions {
                 pool_size: pool_size.map_or(PgOptions::POOL_SIZE, |n| n.max(1) as usize),
                 lease: ms(lease_ms, PgOptions::LEASE),

@@ -4,13 +4,13 @@
 //! reader) and the load repair of SPEC 11 applied in memory, the first
 //! record a torn tail drops, the sessions of a database, and who holds a
 //! session's write lease. Nothing here writes, except `read_jsonl` asked to
-//! make the repair durable (`jsonl::write_repair`, under the lease), and
+//! make the repair durable (`LoadMode::repair` through `jsonl::FileRepairs`, under the lease), and
 //! nothing beside a SQLite database is created (no `-wal`, no `-shm`).
 
 use super::load::Repaired;
 use super::postgres::{PgOptions, PostgresBackend};
 use super::regular::open_regular;
-use super::{jsonl, lease, not_found, sqlite, Backend};
+use super::{jsonl, lease, not_found, sqlite, Backend, LoadMode};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::invariants::Trace;
 use crate::log::Log;
@@ -199,7 +199,7 @@ fn torn_sqlite(conn: &Connection, id: &str, preserved: usize) -> Option<TornReco
 
 /// Read a JSONL log by path and repair it as a store load would
 /// (`jsonl::repair_bytes`); with `write`, make the repair durable as the
-/// JSONL store does on load (`jsonl::write_repair`).
+/// JSONL store does on load (`LoadMode::repair`).
 pub fn read_jsonl(path: &Path, write: bool) -> CoreResult<StoredLog> {
     // A repair is a writer: it needs the session's lease (SESSION_IN_USE
     // while a store writes the session), held until it is done.
@@ -214,7 +214,11 @@ pub fn read_jsonl(path: &Path, write: bool) -> CoreResult<StoredLog> {
     let (repaired, committed, records) = jsonl::repair_bytes(&bytes, None)?;
     let written = write && repaired.needs_write();
     if written {
-        jsonl::write_repair(&file, path, committed, &repaired)?;
+        let id = repaired.log.header().id().to_string();
+        let len = bytes.len() as u64;
+        let mut writes = jsonl::FileRepairs::new(&file, path, &id, committed, len);
+        LoadMode::Repair.repair(&repaired, &mut writes)?;
+        writes.finish()?;
     }
     let torn_record = if repaired.torn {
         torn_jsonl(&bytes, committed, repaired.preserved)
@@ -254,7 +258,7 @@ pub fn read_sqlite(path: &str, id: &str) -> CoreResult<StoredLog> {
 
 /// Headers in the order the stores list them: `createdAt`, then id.
 fn sorted(mut headers: Vec<SessionHeader>) -> Vec<SessionHeader> {
-    let created = |h: &SessionHeader| h.get("createdAt").and_then(Value::as_f64).unwrap_or(0.0);
+    let created = |h: &SessionHeader| h.number("createdAt").unwrap_or(0.0);
     headers.sort_by(|a, b| {
         created(a)
             .total_cmp(&created(b))

@@ -11,7 +11,7 @@
 
 use super::load::{self, Place, Repaired};
 use super::regular::{self, open_read, open_regular};
-use super::{persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::{persisted_collision, Backend, Batch, Holds, Key, Listed, LoadMode, Policy, Repairs};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::{read_arriving, Cutter, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
@@ -215,7 +215,7 @@ fn check_file_name(file: &str) -> CoreResult<()> {
 }
 
 fn cwd_of(header: &SessionHeader) -> Option<&str> {
-    header.get("cwd").and_then(serde_json::Value::as_str)
+    header.text("cwd")
 }
 
 #[cfg(unix)]
@@ -465,25 +465,78 @@ fn repair_lines(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64, us
     Ok((repaired, committed as u64, records.len()))
 }
 
-/// Make a repair durable: truncate `file` to `committed` bytes, append the
-/// closers, fsync. Idempotent: after a crash in between, the next load
-/// repairs the same way. Returns the new file length.
-pub fn write_repair(
-    file: &File,
-    path: &Path,
+/// The repair primitives on a log file read whole (`len` bytes, the kept
+/// records ending at byte `committed`), checked first to be still the log
+/// the load read; the load syncs what they wrote. Idempotent: after a crash
+/// in between, the next load repairs the same way.
+pub struct FileRepairs<'a> {
+    file: &'a File,
+    path: &'a Path,
+    id: &'a str,
     committed: u64,
-    repaired: &Repaired,
-) -> CoreResult<u64> {
-    let mut closers = String::new();
-    for c in repaired.closers()? {
-        closers.push_str(&c);
-        closers.push('\n');
+    /// The file's length: what was read, then what the repair left.
+    len: u64,
+    /// Whether anything was written (to sync).
+    written: bool,
+}
+
+impl<'a> FileRepairs<'a> {
+    pub fn new(file: &'a File, path: &'a Path, id: &'a str, committed: u64, len: u64) -> Self {
+        FileRepairs {
+            file,
+            path,
+            id,
+            committed,
+            len,
+            written: false,
+        }
     }
-    file.set_len(committed)
-        .and_then(|()| write_all_at(file, closers.as_bytes(), committed))
-        .and_then(|()| file.sync_data())
-        .map_err(|e| CoreError::io("cannot repair session log", path, e))?;
-    Ok(committed + closers.len() as u64)
+
+    /// Make what was written durable; the file's length then.
+    pub fn finish(self) -> CoreResult<u64> {
+        if self.written {
+            self.file.sync_data().map_err(self.failed())?;
+        }
+        Ok(self.len)
+    }
+
+    fn first_write(&mut self) -> CoreResult<()> {
+        if !self.written {
+            check_still_the_log(self.file, self.path, self.len, self.id)?;
+            self.written = true;
+        }
+        Ok(())
+    }
+
+    fn failed(&self) -> impl Fn(std::io::Error) -> CoreError + '_ {
+        |e| CoreError::io("cannot repair session log", self.path, e)
+    }
+}
+
+impl Repairs for FileRepairs<'_> {
+    fn truncate(&mut self, _repaired: &Repaired) -> CoreResult<()> {
+        self.first_write()?;
+        self.file.set_len(self.committed).map_err(self.failed())?;
+        self.len = self.committed;
+        Ok(())
+    }
+
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
+        self.first_write()?;
+        if self.len != self.committed {
+            // Whatever follows the kept records is not the log's.
+            self.file.set_len(self.committed).map_err(self.failed())?;
+            self.len = self.committed;
+        }
+        let mut lines = String::new();
+        for c in closers {
+            lines.push_str(c);
+            lines.push('\n');
+        }
+        write_all_at(self.file, lines.as_bytes(), self.len).map_err(self.failed())?;
+        self.len += lines.len() as u64;
+        Ok(())
+    }
 }
 
 /// The first line of a file, when it is complete and short enough to be a header.
@@ -620,7 +673,8 @@ impl Backend for JsonlBackend {
         handle: &mut JsonlHandle,
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>> {
         let Some(path) = self.find(key)? else {
             return Ok(None);
         };
@@ -644,27 +698,12 @@ impl Backend for JsonlBackend {
         {
             return Err(replaced(&path, &key.id, REPLACED));
         }
-        let (repaired, committed, mut len) = read_repaired(&file, &path, &key.id, observe)?;
-        let stored = match mode {
-            LoadMode::Read => repaired.preserved,
-            LoadMode::Repair => {
-                if repaired.needs_write() {
-                    check_still_the_log(&file, &path, len, &key.id)?;
-                    len = write_repair(&file, &path, committed, &repaired)?;
-                }
-                repaired.log.len()
-            }
-            LoadMode::Continue => {
-                if repaired.torn {
-                    check_still_the_log(&file, &path, len, &key.id)?;
-                    file.set_len(committed)
-                        .and_then(|()| file.sync_data())
-                        .map_err(|e| CoreError::io("cannot repair session log", &path, e))?;
-                    len = committed;
-                }
-                repaired.preserved
-            }
-        };
+        let (repaired, committed, len) = read_repaired(&file, &path, &key.id, observe)?;
+        let mut writes = FileRepairs::new(&file, &path, &key.id, committed, len);
+        if mode != LoadMode::Read {
+            policy(&repaired, &mut writes)?;
+        }
+        let len = writes.finish()?;
         if mode != LoadMode::Read {
             if let Some(dir) = path.parent() {
                 // A first append killed after publishing its log leaves its
@@ -683,15 +722,7 @@ impl Backend for JsonlBackend {
             identity: file.metadata().ok().as_ref().and_then(identity),
             len,
         };
-        let unrepaired = match mode {
-            LoadMode::Read => repaired.needs_write(),
-            _ => stored < repaired.log.len(),
-        };
-        Ok(Some(Loaded {
-            log: repaired.log,
-            stored,
-            unrepaired,
-        }))
+        Ok(Some(repaired))
     }
 
     fn create_log(
@@ -740,7 +771,14 @@ impl Backend for JsonlBackend {
         Ok(())
     }
 
-    fn append(&self, key: &Key, batch: &Batch, handle: &mut JsonlHandle) -> CoreResult<()> {
+    /// The stored length is the store's: the lease and the file's identity
+    /// and byte length (`check_still_the_log`) say the file is as it left it.
+    fn append(
+        &self,
+        key: &Key,
+        batch: &Batch,
+        handle: &mut JsonlHandle,
+    ) -> CoreResult<Result<(), Holds>> {
         let path = match &handle.path {
             Some(p) => p.clone(),
             None => self.find(key)?.ok_or_else(|| super::not_found(&key.id))?,
@@ -766,7 +804,7 @@ impl Backend for JsonlBackend {
                 handle.identity = opened;
                 handle.path = Some(path);
                 handle.len += batch.lines.len() as u64;
-                Ok(())
+                Ok(Ok(()))
             }
             Err(e) => {
                 // Leave no partial batch behind (a load would drop it as a

@@ -27,7 +27,7 @@ use crate::log::{Log, Observe, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Leases, Refused};
-use serde_json::Value;
+use load::Repaired;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -156,6 +156,68 @@ pub struct Loaded {
     pub unrepaired: bool,
 }
 
+/// The writes a load may make, in the step that read the log (one
+/// transaction of a database; a file under its lease): the primitives the
+/// repair policy (`LoadMode::repair`) is made of.
+pub trait Repairs {
+    /// Drop the torn tail: every stored record from the first one the
+    /// repair did not keep (`Repaired::preserved`) on.
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()>;
+    /// Store the closers after the kept records (the torn tail dropped).
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()>;
+}
+
+impl LoadMode {
+    /// SPEC 11's repair policy, one home for every backend: make durable
+    /// what the mode says through the backend's primitives, and how many
+    /// of the repaired log's events storage then holds.
+    pub(crate) fn repair(self, repaired: &Repaired, writes: &mut dyn Repairs) -> CoreResult<usize> {
+        if self == LoadMode::Read {
+            return Ok(repaired.preserved);
+        }
+        if repaired.torn {
+            writes.truncate(repaired)?;
+        }
+        if self == LoadMode::Continue {
+            return Ok(repaired.preserved);
+        }
+        let closers = repaired.closers()?;
+        if !closers.is_empty() {
+            writes.insert(&closers)?;
+        }
+        Ok(repaired.log.len())
+    }
+}
+
+/// How a backend makes the repair policy's writes in its load's step.
+pub type Policy<'a> = &'a mut dyn FnMut(&Repaired, &mut dyn Repairs) -> CoreResult<()>;
+
+/// What a backend found instead of the stored length a batch continues:
+/// storage holds this many events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holds(pub u64);
+
+/// `Ok` when a batch starting at `first` continues a log of `stored`
+/// events (the one length check, in each backend's write step).
+pub(crate) fn continues(first: u64, stored: u64) -> Result<(), Holds> {
+    if first == stored {
+        Ok(())
+    } else {
+        Err(Holds(stored))
+    }
+}
+
+/// `SEQ_MISMATCH`: an insert of event `seq`, which the database holds already.
+pub(crate) fn seq_taken(id: &str, seq: impl std::fmt::Display) -> CoreError {
+    CoreError::new(
+        Code::SeqMismatch,
+        format!(
+            "append seq mismatch for {}: the database already holds seq {seq}",
+            crate::json::quote(id)
+        ),
+    )
+}
+
 /// One storage medium.
 pub trait Backend: Send + Sync + 'static {
     /// What the backend keeps per session between operations (where its
@@ -168,20 +230,26 @@ pub trait Backend: Send + Sync + 'static {
     /// store can reach the session (an in-memory database) or the backend
     /// keeps its own lease (PostgreSQL's lease row).
     fn lease_path(&self, key: &Key) -> Option<PathBuf>;
-    /// Read the stored log and repair it (SPEC 11), writing what `mode`
-    /// says. `None` when nothing is stored. A failed load changes nothing.
-    /// A handle that already names a log (a store reading again what it
-    /// wrote) refuses another one found in its place (`LOG_REPLACED`).
-    /// `observe` is told of each event the fast path folds (an `open`
-    /// hands payloads to JS meanwhile; a log read record by record tells
-    /// it nothing).
+    /// Read the stored log and repair it (SPEC 11) in memory; `None` when
+    /// nothing is stored. Unless `mode` is `Read` (which writes nothing),
+    /// the read is a writer's and `policy` is called once, inside the step
+    /// that read the log, with the repaired log and the backend's write
+    /// primitives: what it writes is durable when `load` returns. A backend
+    /// that keeps its own lease and finds another writer holding it reads
+    /// as a reader instead and calls no policy (`refusal` says why). A
+    /// failed load changes nothing. A handle that already names a log (a
+    /// store reading again what it wrote) refuses another one found in its
+    /// place (`LOG_REPLACED`). `observe` is told of each event the fast
+    /// path folds (an `open` hands payloads to JS meanwhile; a log read
+    /// record by record tells it nothing).
     fn load(
         &self,
         key: &Key,
         handle: &mut Self::Handle,
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>>;
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>>;
     /// Create the log with its header and first batch, atomically and durably;
     /// never overwrites a stored log.
     fn create_log(
@@ -191,9 +259,16 @@ pub trait Backend: Send + Sync + 'static {
         batch: &Batch,
         handle: &mut Self::Handle,
     ) -> CoreResult<()>;
-    /// Append one batch to a stored log, atomically and durably, refusing
-    /// (`SEQ_MISMATCH`) when storage does not end just before `batch.first_seq`.
-    fn append(&self, key: &Key, batch: &Batch, handle: &mut Self::Handle) -> CoreResult<()>;
+    /// Append one batch to a stored log, atomically and durably, in the step
+    /// that reads the stored length: `Holds(n)`, writing nothing, when
+    /// storage holds `n` events and `batch.first_seq` is not `n` (the store
+    /// says `SEQ_MISMATCH`).
+    fn append(
+        &self,
+        key: &Key,
+        batch: &Batch,
+        handle: &mut Self::Handle,
+    ) -> CoreResult<Result<(), Holds>>;
     /// Every stored session's header, reading headers only.
     fn list(&self) -> CoreResult<Vec<Listed>>;
     /// Release files and connections.
@@ -218,26 +293,59 @@ pub trait Backend: Send + Sync + 'static {
 /// What the store knows about one session.
 struct Tracked<H> {
     header: SessionHeader,
-    /// Whether the log exists in storage (lazy creation: not before the first append).
-    materialized: bool,
-    /// The stored log length: the seq the next batch must start at.
-    next_seq: u64,
     handle: H,
     /// The session's write lease, once this store has taken it.
     lease: Option<Lease>,
-    /// Whether the fields above were read under the lease (or need none)
-    /// and nothing failed since: only then do they say what storage holds.
-    authoritative: bool,
-    /// The stored session's surface, to check `append` batches against
-    /// (SPEC 5); `None` after a flush (the session checked those events),
-    /// rebuilt by a load when an append needs it.
-    surface: Option<Surface>,
-    /// The live session (token) whose events `0..verified` the stored log
-    /// is known to hold, and the text of event `verified - 1` as written or
-    /// read then (to check, after a lapse, that storage still ends so).
-    owner: Option<u64>,
+    known: Known,
+    owner: Option<Owner>,
+}
+
+/// What a store knows of a session's stored log.
+enum Known {
+    /// Nothing is stored (lazy creation: not before the first write),
+    /// known under the lease or needing none; the first write never
+    /// overwrites a log (it refuses one that appeared meanwhile).
+    Intent,
+    /// Read or written under the lease (or needing none), nothing failed
+    /// since: storage holds `next_seq` events, the seq the next batch must
+    /// start at.
+    Stored {
+        next_seq: u64,
+        /// The stored session's surface, to check `append` batches against
+        /// (SPEC 5); `None` after a flush (the session checked those
+        /// events), read back when an append needs it.
+        surface: Option<Surface>,
+    },
+    /// To read again under the lease before any write: read without it
+    /// (another store held it), or a write failed. `materialized`: whether
+    /// the log was known to exist.
+    Stale { materialized: bool },
+}
+
+impl Known {
+    fn materialized(&self) -> bool {
+        !matches!(
+            self,
+            Known::Intent
+                | Known::Stale {
+                    materialized: false
+                }
+        )
+    }
+
+    /// Whether this says what storage holds.
+    fn authoritative(&self) -> bool {
+        !matches!(self, Known::Stale { .. })
+    }
+}
+
+/// The live session (`token`) whose events `0..verified` the stored log is
+/// known to hold, and the text of event `verified - 1` as written or read
+/// then (to check, after a lapse, that storage still ends so).
+struct Owner {
+    token: u64,
     verified: u64,
-    verified_last: Option<Box<str>>,
+    last: Option<Box<str>>,
 }
 
 impl<H: Default> Tracked<H> {
@@ -245,38 +353,35 @@ impl<H: Default> Tracked<H> {
     fn intent(header: SessionHeader) -> Tracked<H> {
         Tracked {
             header,
-            materialized: false,
-            next_seq: 0,
             handle: H::default(),
             lease: None,
-            // Nothing stored is known, and the first write never
-            // overwrites a log (it refuses one that appeared meanwhile).
-            authoritative: true,
-            surface: Some(Surface::new()),
+            known: Known::Intent,
             owner: None,
-            verified: 0,
-            verified_last: None,
         }
     }
 
-    /// What a load under the lease (or needing none) found.
+    /// What a load found: under the lease, or needing none
+    /// (`authoritative`), or read as a reader.
     fn loaded(
         header: SessionHeader,
         loaded: &Loaded,
         handle: H,
         authoritative: bool,
     ) -> Tracked<H> {
+        let known = if authoritative {
+            Known::Stored {
+                next_seq: loaded.stored as u64,
+                surface: Some(loaded.log.surface().clone()),
+            }
+        } else {
+            Known::Stale { materialized: true }
+        };
         Tracked {
             header,
-            materialized: true,
-            next_seq: loaded.stored as u64,
             handle,
             lease: None,
-            authoritative,
-            surface: Some(loaded.log.surface().clone()),
+            known,
             owner: None,
-            verified: 0,
-            verified_last: None,
         }
     }
 }
@@ -350,16 +455,22 @@ fn different_history(id: &str, why: &str) -> CoreError {
 /// A header a store can write: SQLite keeps `createdAt` as an INTEGER, so
 /// every store requires a non-negative safe integer.
 pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
-    match header.get("createdAt") {
-        Some(v) if crate::json::as_seq(v).is_some() => Ok(()),
-        other => Err(CoreError::new(
-            Code::InvalidHeader,
-            format!(
-            "session header createdAt must be a non-negative safe integer to be persisted, got {}",
-            other.map_or_else(|| "undefined".to_string(), Value::to_string)
-        ),
-        )),
+    if header
+        .get("createdAt")
+        .and_then(crate::json::as_seq)
+        .is_some()
+    {
+        return Ok(());
     }
+    Err(CoreError::new(
+        Code::InvalidHeader,
+        format!(
+            "session header createdAt must be a non-negative safe integer to be persisted, got {}",
+            header
+                .member_json("createdAt")
+                .unwrap_or_else(|| "undefined".to_string())
+        ),
+    ))
 }
 
 /// `SEQ_MISMATCH`: a batch starting at `first` where storage holds `stored` events.
@@ -423,7 +534,7 @@ impl<B: Backend> Store<B> {
     /// The stored log read as a reader: nothing written, nothing tracked.
     fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
         let mut handle = B::Handle::default();
-        self.backend.load(key, &mut handle, LoadMode::Read, None)
+        load_with(&self.backend, key, &mut handle, LoadMode::Read, None)
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
@@ -459,7 +570,7 @@ impl<B: Backend> Store<B> {
         let own_lease = self.backend.lease_path(key).is_none();
         let holds = slot
             .as_ref()
-            .is_some_and(|t| t.lease.is_some() || (own_lease && t.authoritative));
+            .is_some_and(|t| t.lease.is_some() || (own_lease && t.known.authoritative()));
         if !writer && !holds {
             return self.read(key, observe);
         }
@@ -468,10 +579,7 @@ impl<B: Backend> Store<B> {
             None => self.take_lease(key)?,
         };
         let mut handle = B::Handle::default();
-        let loaded = match self
-            .backend
-            .load(key, &mut handle, LoadMode::Repair, observe)
-        {
+        let loaded = match load_with(&self.backend, key, &mut handle, LoadMode::Repair, observe) {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -492,9 +600,11 @@ impl<B: Backend> Store<B> {
         t.lease = lease;
         if let (true, Some(token)) = (authoritative, token) {
             // The session `open` makes holds exactly what storage holds.
-            t.owner = Some(token);
-            t.verified = t.next_seq;
-            t.verified_last = last_text(&loaded.log, loaded.stored)?;
+            t.owner = Some(Owner {
+                token,
+                verified: loaded.stored as u64,
+                last: last_text(&loaded.log, loaded.stored)?,
+            });
         }
         *slot = Some(t);
         Ok(loaded.log)
@@ -507,9 +617,7 @@ impl<B: Backend> Store<B> {
     /// when the durable repair fails (a read-only directory).
     fn read(&self, key: &Key, observe: Observe<'_>) -> CoreResult<Log> {
         let mut handle = B::Handle::default();
-        let read = self
-            .backend
-            .load(key, &mut handle, LoadMode::Read, observe)?
+        let read = load_with(&self.backend, key, &mut handle, LoadMode::Read, observe)?
             .ok_or_else(|| not_found(&key.id))?;
         if !read.unrepaired {
             return Ok(read.log);
@@ -518,7 +626,7 @@ impl<B: Backend> Store<B> {
             return Ok(read.log);
         };
         let mut handle = B::Handle::default();
-        let repaired = self.backend.load(key, &mut handle, LoadMode::Repair, None);
+        let repaired = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None);
         let durable = self.backend.refusal(&handle).is_none();
         self.backend.let_go(key, &handle);
         drop(lease);
@@ -547,7 +655,7 @@ impl<B: Backend> Store<B> {
         if t.lease.is_none() {
             t.lease = self.take_lease(key)?;
         }
-        if t.authoritative {
+        if t.known.authoritative() {
             return Ok(None);
         }
         match self.refresh(key, t, mode) {
@@ -570,38 +678,35 @@ impl<B: Backend> Store<B> {
         t: &mut Tracked<B::Handle>,
         mode: LoadMode,
     ) -> CoreResult<Option<Log>> {
-        if !t.materialized && !self.backend.exists(key)? {
+        if !t.known.materialized() && !self.backend.exists(key)? {
             // Nothing stored yet: the first write never overwrites a log.
-            t.authoritative = true;
+            t.known = Known::Intent;
             return Ok(None);
         }
         // Through the handle the store has: a backend refuses a log that is
         // not the one it had (`LOG_REPLACED`).
-        let loaded = self
-            .backend
-            .load(key, &mut t.handle, mode, None)?
+        let loaded = load_with(&self.backend, key, &mut t.handle, mode, None)?
             .ok_or_else(|| not_found(&key.id))?;
         if let Some(refused) = self.backend.refusal(&t.handle) {
             return Err(refused);
         }
         let stored = loaded.stored as u64;
-        let keeps = t.owner.is_some()
-            && stored >= t.verified
-            && (t.verified == 0
-                || matches!(
-                    (last_text(&loaded.log, t.verified as usize)?, t.verified_last.as_deref()),
-                    (Some(a), Some(b)) if same_event(&a, b)
-                ));
-        if !keeps {
-            t.owner = None;
-            t.verified = 0;
-            t.verified_last = None;
+        if let Some(owner) = &t.owner {
+            let keeps = stored >= owner.verified
+                && (owner.verified == 0
+                    || matches!(
+                        (last_text(&loaded.log, owner.verified as usize)?, owner.last.as_deref()),
+                        (Some(a), Some(b)) if same_event(&a, b)
+                    ));
+            if !keeps {
+                t.owner = None;
+            }
         }
         t.header = loaded.log.header().clone();
-        t.materialized = true;
-        t.next_seq = stored;
-        t.surface = Some(loaded.log.surface_at(loaded.stored)?);
-        t.authoritative = true;
+        t.known = Known::Stored {
+            next_seq: stored,
+            surface: Some(loaded.log.surface_at(loaded.stored)?),
+        };
         Ok(Some(loaded.log))
     }
 
@@ -658,29 +763,86 @@ impl<B: Backend> Store<B> {
     /// checks it starts at the stored length (`SEQ_MISMATCH` otherwise). A
     /// failed write leaves what storage holds unknown: the next write reads
     /// it again first.
-    fn write(&self, key: &Key, t: &mut Tracked<B::Handle>, batch: &Batch) -> CoreResult<()> {
+    /// `after`: the stored surface once the batch is written (`None`: an
+    /// append reads it back when it needs it).
+    fn write(
+        &self,
+        key: &Key,
+        t: &mut Tracked<B::Handle>,
+        batch: &Batch,
+        after: Option<Surface>,
+    ) -> CoreResult<()> {
         if batch.count == 0 {
             return Ok(());
         }
-        if batch.first_seq != t.next_seq {
-            return Err(seq_mismatch(&key.id, batch.first_seq, t.next_seq));
+        let stored = match t.known {
+            Known::Intent => None,
+            Known::Stored { next_seq, .. } => Some(next_seq),
+            Known::Stale { .. } => {
+                return Err(CoreError::new(
+                    Code::Internal,
+                    format!(
+                        "session {}: a write before the store read the log under its lease",
+                        crate::json::quote(&key.id)
+                    ),
+                ))
+            }
+        };
+        let first = batch.first_seq;
+        if let Err(Holds(n)) = continues(first, stored.unwrap_or(0)) {
+            return Err(seq_mismatch(&key.id, first, n));
         }
-        let written = if t.materialized {
-            self.backend.append(key, batch, &mut t.handle)
-        } else {
-            check_persistable(&t.header).and_then(|()| {
+        let written = match stored {
+            Some(_) => self
+                .backend
+                .append(key, batch, &mut t.handle)
+                .and_then(|r| r.map_err(|Holds(n)| seq_mismatch(&key.id, first, n))),
+            None => check_persistable(&t.header).and_then(|()| {
                 self.backend
                     .create_log(key, &t.header, batch, &mut t.handle)
-            })
+            }),
         };
         if let Err(e) = written {
-            t.authoritative = false;
+            t.known = Known::Stale {
+                materialized: stored.is_some(),
+            };
             return Err(e);
         }
-        t.materialized = true;
-        t.next_seq += batch.count as u64;
+        t.known = Known::Stored {
+            next_seq: stored.unwrap_or(0) + batch.count as u64,
+            surface: after,
+        };
         Ok(())
     }
+}
+
+/// Load the stored log of `key` from `backend` through `handle`, writing
+/// what `mode` says (`LoadMode::repair`): how many of its events storage
+/// then holds.
+pub(crate) fn load_with<B: Backend>(
+    backend: &B,
+    key: &Key,
+    handle: &mut B::Handle,
+    mode: LoadMode,
+    observe: Observe<'_>,
+) -> CoreResult<Option<Loaded>> {
+    let mut stored = None;
+    let repaired = backend.load(key, handle, mode, observe, &mut |r, writes| {
+        stored = Some(mode.repair(r, writes)?);
+        Ok(())
+    })?;
+    Ok(repaired.map(|r| {
+        // No policy ran: a reader's load, which wrote nothing.
+        let (stored, unrepaired) = match stored {
+            Some(n) => (n, n < r.log.len()),
+            None => (r.preserved, r.needs_write()),
+        };
+        Loaded {
+            log: r.log,
+            stored,
+            unrepaired,
+        }
+    }))
 }
 
 /// The text of event `end - 1` of `log` (`None` for `end` 0).
@@ -910,9 +1072,7 @@ impl<B: Backend> SessionStore for Store<B> {
         if slot.is_none() {
             let lease = self.take_lease(key)?;
             let mut handle = B::Handle::default();
-            let Some(loaded) = self
-                .backend
-                .load(key, &mut handle, LoadMode::Repair, None)?
+            let Some(loaded) = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None)?
             else {
                 return Err(not_found(&key.id));
             };
@@ -932,22 +1092,27 @@ impl<B: Backend> SessionStore for Store<B> {
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
-        if t.surface.is_none() {
+        if let Known::Stored {
+            surface: none @ None,
+            ..
+        } = &mut t.known
+        {
             // After a flush: the stored surface, read back under the lease.
             let loaded = self.read_only(key)?.ok_or_else(|| not_found(&key.id))?;
-            t.surface = Some(loaded.log.surface_at(loaded.stored)?);
+            *none = Some(loaded.log.surface_at(loaded.stored)?);
         }
-        check_contiguous(&key.id, t.next_seq, &seqs)?;
-        let surface = match &t.surface {
-            Some(s) => check_surface(&key.id, s, &batch)?,
-            None => return Err(not_found(&key.id)),
+        let (next_seq, surface) = match &t.known {
+            Known::Intent => (0, check_surface(&key.id, &Surface::new(), &batch)?),
+            Known::Stored {
+                next_seq,
+                surface: Some(s),
+            } => (*next_seq, check_surface(&key.id, s, &batch)?),
+            _ => return Err(not_found(&key.id)),
         };
-        self.write(key, t, &batch)?;
-        t.surface = Some(surface);
+        check_contiguous(&key.id, next_seq, &seqs)?;
+        self.write(key, t, &batch, Some(surface))?;
         // Storage now holds events no live session of this store gave it.
         t.owner = None;
-        t.verified = 0;
-        t.verified_last = None;
         Ok(())
     }
 
@@ -963,8 +1128,8 @@ impl<B: Backend> SessionStore for Store<B> {
         let slot = lock(&self.sessions).get(id).cloned()?;
         // Busy: the flush proves the whole history instead.
         let guard = slot.try_lock().ok()?;
-        let t = guard.as_ref()?;
-        (t.owner == Some(token)).then_some(t.verified)
+        let owner = guard.as_ref()?.owner.as_ref()?;
+        (owner.token == token).then_some(owner.verified)
     }
 
     fn flush(&self, key: &Key, f: Flush) -> CoreResult<Flushed> {
@@ -976,19 +1141,22 @@ impl<B: Backend> SessionStore for Store<B> {
             // (the refresh finds out, under the lease).
             let mut t = Tracked::intent(f.header.clone());
             t.lease = self.take_lease(key)?;
-            t.authoritative = false;
+            t.known = Known::Stale {
+                materialized: false,
+            };
             *slot = Some(t);
         }
         let read = self.become_writer(key, &mut slot, LoadMode::Continue)?;
         let Some(t) = slot.as_mut() else {
             return Err(not_found(&key.id));
         };
-        let stored = t.next_seq;
-        let from = if t.owner == Some(f.token) {
-            t.verified.min(stored)
-        } else {
-            0
+        let stored = match t.known {
+            Known::Intent => 0,
+            Known::Stored { next_seq, .. } => next_seq,
+            Known::Stale { .. } => return Err(not_found(&key.id)),
         };
+        let mine = t.owner.as_ref().filter(|o| o.token == f.token);
+        let from = mine.map_or(0, |o| o.verified.min(stored));
         if f.start > from {
             return Ok(Flushed::FromStart);
         }
@@ -1004,30 +1172,34 @@ impl<B: Backend> SessionStore for Store<B> {
         if from < stored {
             self.compare(key, &f.texts, from, stored, read)?;
         }
-        if stored == 0 {
-            t.verified_last = None;
+        let last = if stored == 0 {
+            None
         } else if from < stored {
             // Compared: the last stored event is the session's.
             let mut last = None;
             f.texts
                 .visit(stored - 1, stored, |_, text| last = Some(text.into()))?;
-            t.verified_last = last;
-        }
-        t.owner = Some(f.token);
-        t.verified = stored;
-        if !t.materialized {
+            last
+        } else {
+            mine.and_then(|o| o.last.clone())
+        };
+        t.owner = Some(Owner {
+            token: f.token,
+            verified: stored,
+            last,
+        });
+        if !t.known.materialized() {
             t.header = f.header;
         }
         let batch = batch_of(&key.id, f.texts, stored, f.to)?;
-        if batch.count > 0 {
-            // The session checked these events; an append reads the stored
-            // surface back when it needs it.
-            t.surface = None;
-        }
-        self.write(key, t, &batch)?;
-        t.verified = t.next_seq;
-        if let Some(text) = batch.last_text() {
-            t.verified_last = Some(text.into());
+        // The session checked these events; an append reads the stored
+        // surface back when it needs it.
+        self.write(key, t, &batch, None)?;
+        if let (Some(owner), Known::Stored { next_seq, .. }) = (&mut t.owner, &t.known) {
+            owner.verified = *next_seq;
+            if let Some(text) = batch.last_text() {
+                owner.last = Some(text.into());
+            }
         }
         Ok(Flushed::Wrote(batch.count as u64))
     }
@@ -1036,12 +1208,7 @@ impl<B: Backend> SessionStore for Store<B> {
         self.check_open()?;
         let mut out = self.backend.list()?;
         out.sort_by(|a, b| {
-            let created = |l: &Listed| {
-                l.header
-                    .get("createdAt")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0)
-            };
+            let created = |l: &Listed| l.header.number("createdAt").unwrap_or(0.0);
             created(a)
                 .total_cmp(&created(b))
                 .then_with(|| a.header.id().cmp(b.header.id()))

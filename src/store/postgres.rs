@@ -17,15 +17,20 @@ mod conn;
 mod schema;
 mod tls;
 
-use super::load::{self, Place, Repaired};
-use super::rows::{columns, header_of, read_spliced, values_text, Cell};
-use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::load::Repaired;
+use super::rows::{
+    columns, header_of, header_row, read_rows, values_text, Cell, Splicer, EVENT_COLUMNS,
+    HEADER_COLUMNS,
+};
+use super::{
+    continues, lock, persisted_collision, seq_taken, Backend, Batch, Holds, Key, Listed, LoadMode,
+    Policy, Repairs,
+};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use schema::{schema_sql, schema_tables_sql, Found, TABLES};
-use serde_json::Value;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
@@ -176,10 +181,7 @@ const NAME_MAX_BYTES: usize = 63;
 /// inside the schema.
 fn check_schema(schema: &str) -> CoreResult<()> {
     if schema.is_empty() || schema.contains('\0') {
-        return Err(CoreError::new(
-            Code::InvalidArgument,
-            "PostgresSessionStore schema must be a non-empty name without NUL",
-        ));
+        return Err(schema_refused());
     }
     if schema.len() > NAME_MAX_BYTES {
         return Err(CoreError::new(
@@ -192,6 +194,16 @@ fn check_schema(schema: &str) -> CoreResult<()> {
         ));
     }
     Ok(())
+}
+
+/// `INVALID_ARGUMENT`: a schema option that is not a name PostgreSQL keeps
+/// (the one home of that rule: the binding refuses a value that is not a
+/// string with it too).
+pub fn schema_refused() -> CoreError {
+    CoreError::new(
+        Code::InvalidArgument,
+        "PostgresSessionStore schema must be a non-empty string without NUL",
+    )
 }
 
 /// This machine's host name (lease holders name it).
@@ -859,7 +871,7 @@ impl PostgresBackend {
     fn header(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<SessionHeader>> {
         let row = tx.query_opt(
             &format!(
-                "SELECT version, created_at, cwd, parent_session, seed_length FROM {}.sessions WHERE id = $1",
+                "SELECT {HEADER_COLUMNS} FROM {}.sessions WHERE id = $1",
                 self.schema
             ),
             &[(&id, Type::TEXT)],
@@ -881,25 +893,20 @@ impl PostgresBackend {
             return Ok(None);
         };
         let select = format!(
-            "SELECT seq, type, time, data, source_event_seqs, surface_op FROM {}.events \
-             WHERE session_id = $1 ORDER BY seq",
+            "SELECT {EVENT_COLUMNS} FROM {}.events WHERE session_id = $1 ORDER BY seq",
             self.schema
         );
         let params: &Params<'_> = &[(&id, Type::TEXT)];
         // The rows are folded as they arrive, never all held at once.
-        let (repaired, count) = read_spliced(id, &header, observe, |splicer| {
+        let splice = |tx: &mut &mut Tx<'_>, splicer: &mut Splicer| {
             tx.query_each(&select, params, |row| splicer.push(values(row)))
                 .map(drop)
-        })?;
-        if let Some(repaired) = repaired {
-            return Ok(Some((repaired, count)));
-        }
-        // A row the fold cannot take: all of them again, as records that
-        // may be damaged.
-        let rows = tx.query(&select, params)?;
-        let records: Vec<Option<String>> = rows.iter().map(|r| values_text(values(r))).collect();
-        let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
-        load::repair(id, header, &texts, Place::Row).map(|r| Some((r, rows.len())))
+        };
+        let records = |tx: &mut &mut Tx<'_>| {
+            let rows = tx.query(&select, params)?;
+            Ok(rows.iter().map(|r| values_text(values(r))).collect())
+        };
+        read_rows(id, header, observe, &mut { tx }, splice, records).map(Some)
     }
 
     /// Take the lease of session `id` for this store (a new epoch), or say
@@ -1122,7 +1129,7 @@ impl PostgresBackend {
         tx.conn
             .query(
                 &format!(
-                    "INSERT INTO {}.events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
+                    "INSERT INTO {}.events (session_id, {EVENT_COLUMNS}) \
                      SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])",
                     self.schema
                 ),
@@ -1146,18 +1153,15 @@ impl PostgresBackend {
                             .and_then(|d| d.strip_suffix(") already exists."))
                             .and_then(|d| d.rsplit_once(", "))
                             .and_then(|(_, seq)| seq.parse::<u64>().ok());
-                        CoreError::new(Code::SeqMismatch, match seq {
-                            Some(seq) => format!(
-                                "append seq mismatch for {}: the database already holds seq {seq}",
-                                quoted(id)
-                            ),
-                            None => format!(
+                        match seq {
+                            Some(seq) => seq_taken(id, seq),
+                            None => CoreError::new(Code::SeqMismatch, format!(
                                 "append seq mismatch for {}: the database already holds one of seqs {}..={}",
                                 quoted(id),
                                 seqs.first().copied().unwrap_or(0),
                                 seqs.last().copied().unwrap_or(0)
-                            ),
-                        })
+                            )),
+                        }
                     }
                     _ => self.err(e),
                 },
@@ -1202,6 +1206,34 @@ fn values(row: &Row) -> [Cell<'_>; 6] {
             .map_or(Cell::Null, |s| Cell::Text(s.as_bytes()))
     };
     [int(0), text(1), int(2), text(3), text(4), text(5)]
+}
+
+/// The repair primitives in a load's transaction (under the lease row).
+struct TxRepairs<'a, 'c> {
+    of: &'a PostgresBackend,
+    tx: &'a mut Tx<'c>,
+    id: &'a str,
+}
+
+impl Repairs for TxRepairs<'_, '_> {
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()> {
+        self.tx
+            .query(
+                &format!(
+                    "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
+                    self.of.schema
+                ),
+                &[
+                    (&self.id, Type::TEXT),
+                    (&(repaired.preserved as i64), Type::INT8),
+                ],
+            )
+            .map(drop)
+    }
+
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
+        self.of.insert_events(self.tx, self.id, closers)
+    }
 }
 
 impl Backend for PostgresBackend {
@@ -1252,21 +1284,12 @@ impl Backend for PostgresBackend {
         handle: &mut PgHandle,
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
-        let read_only = |this: &Self| {
-            this.tx_then(
-                |tx| {
-                    Ok(this.read(tx, id, None)?.map(|(r, _)| Loaded {
-                        stored: r.preserved,
-                        unrepaired: r.needs_write(),
-                        log: r.log,
-                    }))
-                },
-                false,
-            )
-        };
+        let read_only =
+            |this: &Self| this.tx_then(|tx| Ok(this.read(tx, id, None)?.map(|(r, _)| r)), false);
         if mode == LoadMode::Read {
             return read_only(self);
         }
@@ -1286,32 +1309,8 @@ impl Backend for PostgresBackend {
             let Some((repaired, _)) = self.read(tx, id, observe)? else {
                 return Ok(None);
             };
-            if repaired.torn {
-                tx.query(
-                    &format!(
-                        "DELETE FROM {}.events WHERE session_id = $1 AND seq >= $2",
-                        self.schema
-                    ),
-                    &[
-                        (&id, Type::TEXT),
-                        (&(repaired.preserved as i64), Type::INT8),
-                    ],
-                )?;
-            }
-            let stored = if mode == LoadMode::Repair {
-                self.insert_events(tx, id, &repaired.closers()?)?;
-                repaired.log.len()
-            } else {
-                repaired.preserved
-            };
-            Ok(Some(Ok((
-                epoch,
-                Loaded {
-                    stored,
-                    unrepaired: stored < repaired.log.len(),
-                    log: repaired.log,
-                },
-            ))))
+            policy(&repaired, &mut TxRepairs { of: self, tx, id })?;
+            Ok(Some(Ok((epoch, repaired))))
         })?;
         match taken {
             None => Ok(None),
@@ -1344,25 +1343,21 @@ impl Backend for PostgresBackend {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
-        let int = |k: &str| header.get(k).and_then(Value::as_i64);
-        let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_string);
-        let (version, created_at, seed_length) =
-            (int("version"), int("createdAt"), int("seedLength"));
-        let (cwd, parent) = (text("cwd"), text("parentSession"));
+        let h = header_row(header);
         let epoch = self.tx(|tx| {
             let created = tx.query(
                 &format!(
-                    "INSERT INTO {}.sessions (id, version, created_at, cwd, parent_session, seed_length) \
+                    "INSERT INTO {}.sessions (id, {HEADER_COLUMNS}) \
                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING 1",
                     self.schema
                 ),
                 &[
                     (&id, Type::TEXT),
-                    (&version, Type::INT8),
-                    (&created_at, Type::INT8),
-                    (&cwd, Type::TEXT),
-                    (&parent, Type::TEXT),
-                    (&seed_length, Type::INT8),
+                    (&h.version, Type::INT8),
+                    (&h.created_at, Type::INT8),
+                    (&h.cwd, Type::TEXT),
+                    (&h.parent_session, Type::TEXT),
+                    (&h.seed_length, Type::INT8),
                 ],
             )?;
             if created.is_empty() {
@@ -1384,10 +1379,16 @@ impl Backend for PostgresBackend {
         Ok(())
     }
 
-    fn append(&self, key: &Key, batch: &Batch, handle: &mut PgHandle) -> CoreResult<()> {
+    fn append(
+        &self,
+        key: &Key,
+        batch: &Batch,
+        handle: &mut PgHandle,
+    ) -> CoreResult<Result<(), Holds>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let texts: Vec<&str> = batch.texts().collect();
+        let mut held = None;
         let epoch = self.tx(|tx| {
             let epoch = self.fence(tx, id, handle, batch.first_seq)?;
             // In the transaction that writes (the lease row is locked by
@@ -1402,25 +1403,28 @@ impl Backend for PostgresBackend {
                 )?
                 .try_get(0)
                 .map_err(|e| self.err(e))?;
-            if stored != batch.first_seq as i64 {
-                return Err(super::seq_mismatch(id, batch.first_seq, stored as u64));
+            if let Err(holds) = continues(batch.first_seq, stored as u64) {
+                // Rolled back, the fence's renewal too: the store says why.
+                held = Some(holds);
+                return Err(CoreError::new(Code::SeqMismatch, "rolled back"));
             }
             self.insert_events(tx, id, &texts)?;
             Ok(epoch)
-        })?;
+        });
+        if let Some(holds) = held {
+            return Ok(Err(holds));
+        }
+        let epoch = epoch?;
         handle.epoch = Some(epoch);
         handle.refused = None;
-        Ok(())
+        Ok(Ok(()))
     }
 
     fn list(&self) -> CoreResult<Vec<Listed>> {
         self.tx_then(
             |tx| {
                 let rows = tx.query(
-                    &format!(
-                        "SELECT id, version, created_at, cwd, parent_session, seed_length FROM {}.sessions",
-                        self.schema
-                    ),
+                    &format!("SELECT id, {HEADER_COLUMNS} FROM {}.sessions", self.schema),
                     &[],
                 )?;
                 Ok(rows
@@ -1499,7 +1503,12 @@ mod tests {
         let refused = check_schema(&format!("{}ab", "é".repeat(31))).unwrap_err();
         assert_eq!(refused.code(), "INVALID_ARGUMENT");
         assert!(refused.message().contains(" is 64 bytes of UTF-8; "));
-        assert!(check_schema("").is_err());
+        for bad in ["", "a\0b"] {
+            assert_eq!(
+                check_schema(bad).unwrap_err().message(),
+                "PostgresSessionStore schema must be a non-empty string without NUL"
+            );
+        }
     }
 
     /// A backend on the test server (`DSH_TEST_PG_URL`, set by .ci/run) in
@@ -1561,14 +1570,12 @@ mod tests {
             b.schema
         ))
         .unwrap();
-        let err = b.append(&key, &batch(1, 80), &mut handle).unwrap_err();
         // Caught by the append's check of the stored length (in the
-        // writing transaction), before the key would name seq 35.
-        assert_eq!(err.code(), "SEQ_MISMATCH");
-        assert!(
-            err.to_string()
-                .starts_with("append seq mismatch for \"m\": expected 36 at index 0, got 1"),
-            "{err}"
+        // writing transaction), before the key would name seq 35; the
+        // store words it (SEQ_MISMATCH, expected 36 ... got 1).
+        assert_eq!(
+            b.append(&key, &batch(1, 80), &mut handle).unwrap(),
+            Err(Holds(36))
         );
         let count = b
             .tx(|tx| {

@@ -4,13 +4,12 @@
 //! column can smuggle in another field. Engine-neutral: each store turns its
 //! driver's values into `Cell`s.
 
-use super::load::{self, Repaired};
+use super::load::{self, Place, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
 use crate::log::{too_roomy, ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use crate::threads;
-use serde_json::{Map, Value};
 use std::sync::mpsc;
 
 /// One column's value as a driver read it.
@@ -59,21 +58,72 @@ pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
     })
 }
 
-/// A JSON value of a column; `None` for TEXT that is not UTF-8.
-fn json_of(v: Cell<'_>) -> Option<Value> {
+/// The columns of an `events` row (after its session id), in the order
+/// `values_text` and `Splicer::push` take their values, and `columns` gives them.
+pub(crate) const EVENT_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface_op";
+
+/// The columns of a `sessions` row (after its id), in this order: the one
+/// mapping between a header and its row, both ways, for both SQL stores.
+pub(crate) const HEADER_COLUMNS: &str = "version, created_at, cwd, parent_session, seed_length";
+
+/// The header members the `sessions` columns hold, in `HEADER_COLUMNS`
+/// order, and whether each column is an INTEGER (else TEXT).
+const HEADER_MEMBERS: [(&str, bool); 5] = [
+    ("version", true),
+    ("createdAt", true),
+    ("cwd", false),
+    ("parentSession", false),
+    ("seedLength", true),
+];
+
+/// A header's `sessions` columns for a write: a member the column cannot
+/// hold is NULL (a header a store writes passed `check_persistable`).
+pub(crate) struct HeaderRow<'a> {
+    pub(crate) version: Option<i64>,
+    pub(crate) created_at: Option<i64>,
+    pub(crate) cwd: Option<&'a str>,
+    pub(crate) parent_session: Option<&'a str>,
+    pub(crate) seed_length: Option<i64>,
+}
+
+pub(crate) fn header_row(header: &SessionHeader) -> HeaderRow<'_> {
+    let [(version, _), (created_at, _), (cwd, _), (parent, _), (seed_length, _)] = HEADER_MEMBERS;
+    HeaderRow {
+        version: header.int(version),
+        created_at: header.int(created_at),
+        cwd: header.text(cwd),
+        parent_session: header.text(parent),
+        seed_length: header.int(seed_length),
+    }
+}
+
+/// The JSON text of a column's value; `None` for TEXT that is not UTF-8.
+fn json_of(v: Cell<'_>) -> Option<String> {
     Some(match v {
-        Cell::Null | Cell::Blob => Value::Null,
-        Cell::Int(i) => Value::from(i),
-        Cell::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        Cell::Text(_) => Value::String(v.text()?.to_owned()),
+        Cell::Null | Cell::Blob => "null".into(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Real(f) if f.is_finite() => format!("{f:?}"),
+        Cell::Real(_) => "null".into(),
+        Cell::Text(_) => crate::json::quote(v.text()?),
     })
 }
 
-/// The header of a `sessions` row, checked as a JSONL header line would be.
+/// The header of a `sessions` row (`HEADER_COLUMNS`), checked as a JSONL
+/// header line would be: the line is written from the columns and read
+/// as one.
 pub(crate) fn header_of(id: &str, row: [Cell<'_>; 5]) -> CoreResult<SessionHeader> {
-    let [version, created_at, cwd, parent_session, seed_length] = row;
-    let value = |key: &str, v: Cell<'_>| {
-        json_of(v).ok_or_else(|| {
+    let mut line = String::from("{\"type\":\"session\"");
+    for (i, ((key, _), v)) in HEADER_MEMBERS.into_iter().zip(row).enumerate() {
+        if i == 1 {
+            // The members in a header line's order.
+            line.push_str(&format!(",\"id\":{}", crate::json::quote(id)));
+        }
+        // version and createdAt always (a missing one is refused), the
+        // others only when stored.
+        if i >= 2 && matches!(v, Cell::Null) {
+            continue;
+        }
+        let value = json_of(v).ok_or_else(|| {
             CoreError::new(
                 Code::CorruptLog,
                 format!(
@@ -81,23 +131,11 @@ pub(crate) fn header_of(id: &str, row: [Cell<'_>; 5]) -> CoreResult<SessionHeade
                     crate::json::quote(id)
                 ),
             )
-        })
-    };
-    let mut record = Map::new();
-    record.insert("type".into(), Value::from("session"));
-    record.insert("version".into(), value("version", version)?);
-    record.insert("id".into(), Value::from(id));
-    record.insert("createdAt".into(), value("createdAt", created_at)?);
-    for (key, v) in [
-        ("cwd", cwd),
-        ("parentSession", parent_session),
-        ("seedLength", seed_length),
-    ] {
-        if !matches!(v, Cell::Null) {
-            record.insert(key.into(), value(key, v)?);
-        }
+        })?;
+        line.push_str(&format!(",\"{key}\":{value}"));
     }
-    SessionHeader::from_line(&Value::Object(record).to_string())
+    line.push('}');
+    SessionHeader::from_line(&line)
 }
 
 /// Byte classes for `json_column`'s scan.
@@ -365,6 +403,30 @@ impl Splicer {
     }
 }
 
+/// Session `id`'s rows read and repaired (SPEC 11), with how many there
+/// were (a torn tail included), for both SQL stores: `splice` pushes them
+/// in seq order and they are read as one log while they are spliced
+/// (`read_spliced`); when a row cannot be read that way, `records` reads
+/// them all again, each row's event text (`values_text`) or `None` for a
+/// row whose columns do not form one, and the log is repaired around them.
+/// Both read through `source` (a transaction).
+pub(crate) fn read_rows<S>(
+    id: &str,
+    header: SessionHeader,
+    observe: Observe<'_>,
+    source: &mut S,
+    splice: impl FnOnce(&mut S, &mut Splicer) -> CoreResult<()>,
+    records: impl FnOnce(&mut S) -> CoreResult<Vec<Option<String>>>,
+) -> CoreResult<(Repaired, usize)> {
+    let (spliced, rows) = read_spliced(id, &header, observe, |splicer| splice(source, splicer))?;
+    if let Some(repaired) = spliced {
+        return Ok((repaired, rows));
+    }
+    let records = records(source)?;
+    let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
+    Ok((load::repair(id, header, &texts, Place::Row)?, records.len()))
+}
+
 /// Session `id`'s rows, which `splice` pushes in seq order, read as one log
 /// while they are spliced: a thread of its own folds each piece as it is
 /// made, each column checked to be exactly the value the event read there,
@@ -372,7 +434,7 @@ impl Splicer {
 /// repaired log, or `None` when a row cannot be read that way (the caller
 /// reads the rows one by one, as records that may be damaged); and how many
 /// rows there were.
-pub(crate) fn read_spliced(
+fn read_spliced(
     id: &str,
     header: &SessionHeader,
     mut observe: Observe<'_>,
@@ -409,5 +471,55 @@ pub(crate) fn read_spliced(
     match folded {
         Some(log) if whole => Ok((Some(load::complete(id, log)?), rows)),
         _ => Ok((None, rows)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_row_reads_back_as_the_header_it_was_written_from() {
+        let cwd = "/a \"b\"\\c";
+        let row = [
+            Cell::Int(0),
+            Cell::Int(5),
+            Cell::Text(cwd.as_bytes()),
+            Cell::Null,
+            Cell::Int(3),
+        ];
+        let header = header_of("s\"1", row).unwrap();
+        assert_eq!(
+            header.line(),
+            r#"{"type":"session","version":0,"id":"s\"1","createdAt":5,"cwd":"/a \"b\"\\c","seedLength":3}"#
+        );
+        let h = header_row(&header);
+        assert_eq!(
+            (
+                h.version,
+                h.created_at,
+                h.cwd,
+                h.parent_session,
+                h.seed_length
+            ),
+            (Some(0), Some(5), Some(cwd), None, Some(3))
+        );
+        // A REAL is a JSON number; a missing version is refused as a line's is.
+        let real = header_of(
+            "s",
+            [
+                Cell::Int(0),
+                Cell::Real(1.5),
+                Cell::Null,
+                Cell::Null,
+                Cell::Null,
+            ],
+        );
+        assert_eq!(real.unwrap().number("createdAt"), Some(1.5));
+        let none = header_of(
+            "s",
+            [Cell::Null, Cell::Int(1), Cell::Null, Cell::Null, Cell::Null],
+        );
+        assert_eq!(none.unwrap_err().code(), "UNSUPPORTED_VERSION");
     }
 }

@@ -2,15 +2,20 @@
 //! the TypeScript backend. The connection opens on first use (off the main
 //! thread) and is shared behind a mutex; every statement binds its values.
 
-use super::load::{self, Place, Repaired};
-use super::rows::{columns, header_of, read_spliced, values_text, Cell, Columns};
-use super::{lock, persisted_collision, Backend, Batch, Key, Listed, LoadMode, Loaded};
+use super::load::Repaired;
+use super::rows::{
+    columns, header_of, header_row, read_rows, values_text, Cell, Columns, Splicer, EVENT_COLUMNS,
+    HEADER_COLUMNS,
+};
+use super::{
+    continues, lock, persisted_collision, seq_taken, Backend, Batch, Holds, Key, Listed, LoadMode,
+    Policy, Repairs,
+};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::log::Observe;
 use crate::session_header::SessionHeader;
-use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
-use serde_json::Value;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -27,9 +32,9 @@ CREATE TABLE IF NOT EXISTS events (session_id TEXT NOT NULL REFERENCES sessions(
   source_event_seqs TEXT, surface_op TEXT, PRIMARY KEY (session_id, seq)) STRICT;
 ";
 
-const INSERT_EVENT: &str =
-    "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static INSERT_EVENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("INSERT INTO events (session_id, {EVENT_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+});
 
 /// The journal modes the store accepts.
 pub const JOURNAL_MODES: [&str; 4] = ["wal", "delete", "truncate", "persist"];
@@ -130,7 +135,9 @@ pub(crate) fn has_sessions(conn: &Connection, path: &str) -> CoreResult<bool> {
 /// by `header_of`.
 fn read_header(conn: &Connection, path: &str, id: &str) -> CoreResult<Option<SessionHeader>> {
     let mut stmt = conn
-        .prepare_cached("SELECT version, created_at, cwd, parent_session, seed_length FROM sessions WHERE id = ?1")
+        .prepare_cached(&format!(
+            "SELECT {HEADER_COLUMNS} FROM sessions WHERE id = ?1"
+        ))
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
     match rows.next().map_err(|e| sql_err(path, e))? {
@@ -168,24 +175,23 @@ pub fn read_session(
     let Some(header) = read_header(conn, path, id)? else {
         return Ok(None);
     };
-    let (repaired, rows) = read_spliced(id, &header, observe, |splicer| {
+    let splice = |conn: &mut &Connection, splicer: &mut Splicer| {
         let mut stmt = conn
-            .prepare_cached(EVENT_ROWS)
+            .prepare_cached(&EVENT_ROWS)
             .map_err(|e| sql_err(path, e))?;
         let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
         while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
             splicer.push(cells(row, 0).map_err(|e| sql_err(path, e))?);
         }
         Ok(())
-    })?;
-    if let Some(repaired) = repaired {
-        return Ok(Some((repaired, rows)));
-    }
-    read_rows(conn, path, id, header).map(Some)
+    };
+    let records = |conn: &mut &Connection| row_records(conn, path, id);
+    read_rows(id, header, observe, &mut { conn }, splice, records).map(Some)
 }
 
-const EVENT_ROWS: &str = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events \
-     WHERE session_id = ?1 ORDER BY seq";
+static EVENT_ROWS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 ORDER BY seq")
+});
 
 /// Refuse a row whose columns have a type the schema does not give them (a
 /// table made by hand without STRICT can hold a REAL or TEXT `seq`): that is
@@ -243,18 +249,12 @@ fn check_column_types(
     Ok(())
 }
 
-/// `read_session` for a database with a row that cannot be read as it is:
-/// each row becomes an event text or a damaged record, and the log is
-/// repaired around them.
-fn read_rows(
-    conn: &Connection,
-    path: &str,
-    id: &str,
-    header: SessionHeader,
-) -> CoreResult<(Repaired, usize)> {
+/// Each event row of session `id` as `read_rows` reads records that may be
+/// damaged; a column of a type the schema does not give it is corruption.
+fn row_records(conn: &Connection, path: &str, id: &str) -> CoreResult<Vec<Option<String>>> {
     let mut records: Vec<Option<String>> = Vec::new();
     let mut stmt = conn
-        .prepare_cached(EVENT_ROWS)
+        .prepare_cached(&EVENT_ROWS)
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([id]).map_err(|e| sql_err(path, e))?;
     while let Some(row) = rows.next().map_err(|e| sql_err(path, e))? {
@@ -264,18 +264,14 @@ fn read_rows(
         })?;
         records.push(values_text(cells(row, 0).map_err(|e| sql_err(path, e))?));
     }
-    let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
-    let repaired = load::repair(id, header, &texts, Place::Row)?;
-    Ok((repaired, records.len()))
+    Ok(records)
 }
 
 /// The headers of the database's `sessions` rows, unordered; a row that is
 /// not a v0 header is left out (load says why). Writes nothing.
 pub(crate) fn list_headers(conn: &Connection, path: &str) -> CoreResult<Vec<SessionHeader>> {
     let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, version, created_at, cwd, parent_session, seed_length FROM sessions",
-        )
+        .prepare_cached(&format!("SELECT id, {HEADER_COLUMNS} FROM sessions"))
         .map_err(|e| sql_err(path, e))?;
     let mut rows = stmt.query([]).map_err(|e| sql_err(path, e))?;
     let mut headers = Vec::new();
@@ -455,19 +451,12 @@ impl SqliteBackend {
 
     /// Insert rows one statement each.
     fn insert_rows(&self, tx: &Transaction<'_>, id: &str, rows: &[Columns<'_>]) -> CoreResult<()> {
-        let mut stmt = tx.prepare_cached(INSERT_EVENT).map_err(|e| self.err(e))?;
+        let mut stmt = tx.prepare_cached(&INSERT_EVENT).map_err(|e| self.err(e))?;
         for c in rows {
             bind_row(&mut stmt, 1, id, c).map_err(|e| self.err(e))?;
             stmt.raw_execute()
                 .map_err(|e| match e.sqlite_error_code() {
-                    Some(ErrorCode::ConstraintViolation) => CoreError::new(
-                        Code::SeqMismatch,
-                        format!(
-                            "append seq mismatch for {}: the database already holds seq {}",
-                            crate::json::quote(id),
-                            c.seq
-                        ),
-                    ),
+                    Some(ErrorCode::ConstraintViolation) => seq_taken(id, c.seq),
                     _ => self.err(e),
                 })?;
         }
@@ -482,10 +471,33 @@ const ROWS_PER_INSERT: usize = 32;
 
 static INSERT_EVENTS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op) VALUES {}",
+        "INSERT INTO events (session_id, {EVENT_COLUMNS}) VALUES {}",
         vec!["(?, ?, ?, ?, ?, ?, ?)"; ROWS_PER_INSERT].join(", ")
     )
 });
+
+/// The repair primitives in a load's immediate transaction.
+struct TxRepairs<'a> {
+    of: &'a SqliteBackend,
+    tx: &'a Transaction<'a>,
+    id: &'a str,
+}
+
+impl Repairs for TxRepairs<'_> {
+    fn truncate(&mut self, repaired: &Repaired) -> CoreResult<()> {
+        self.tx
+            .execute(
+                "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
+                params![self.id, repaired.preserved as i64],
+            )
+            .map(drop)
+            .map_err(|e| self.of.err(e))
+    }
+
+    fn insert(&mut self, closers: &[String]) -> CoreResult<()> {
+        self.of.insert_events(self.tx, self.id, closers)
+    }
+}
 
 /// Bind one row's seven values from parameter `at` on.
 fn bind_row(
@@ -531,7 +543,8 @@ impl Backend for SqliteBackend {
         _handle: &mut (),
         mode: LoadMode,
         observe: Observe<'_>,
-    ) -> CoreResult<Option<Loaded>> {
+        policy: Policy<'_>,
+    ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         if mode == LoadMode::Read {
             // A reader: one consistent snapshot, the repair in memory only.
@@ -542,11 +555,7 @@ impl Backend for SqliteBackend {
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
                 let read = read_session(&tx, &self.path, id, observe);
                 drop(tx);
-                Ok(read?.map(|(repaired, _)| Loaded {
-                    stored: repaired.preserved,
-                    unrepaired: repaired.needs_write(),
-                    log: repaired.log,
-                }))
+                Ok(read?.map(|(repaired, _)| repaired))
             });
         }
         self.with_writable(|conn| {
@@ -555,24 +564,8 @@ impl Backend for SqliteBackend {
                 let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
                     return Ok(None);
                 };
-                if repaired.torn {
-                    tx.execute(
-                        "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
-                        params![id, repaired.preserved as i64],
-                    )
-                    .map_err(|e| self.err(e))?;
-                }
-                let stored = if mode == LoadMode::Repair {
-                    self.insert_events(tx, id, &repaired.closers()?)?;
-                    repaired.log.len()
-                } else {
-                    repaired.preserved
-                };
-                Ok(Some(Loaded {
-                    stored,
-                    unrepaired: stored < repaired.log.len(),
-                    log: repaired.log,
-                }))
+                policy(&repaired, &mut TxRepairs { of: self, tx, id })?;
+                Ok(Some(repaired))
             })
         })
     }
@@ -586,23 +579,19 @@ impl Backend for SqliteBackend {
     ) -> CoreResult<()> {
         let id = key.id.as_str();
         let texts: Vec<&str> = batch.texts().collect();
+        let h = header_row(header);
         self.write(|tx| {
-            let field = |k: &str| header.get(k).cloned().unwrap_or(Value::Null);
-            let as_sql = |v: Value| match v {
-                Value::Number(n) => n.as_i64().map_or(SqlValue::Null, SqlValue::Integer),
-                Value::String(s) => SqlValue::Text(s),
-                _ => SqlValue::Null,
-            };
             tx.execute(
-                "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                &format!(
+                    "INSERT INTO sessions (id, {HEADER_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                ),
                 params![
                     id,
-                    as_sql(field("version")),
-                    as_sql(field("createdAt")),
-                    as_sql(field("cwd")),
-                    as_sql(field("parentSession")),
-                    as_sql(field("seedLength"))
+                    h.version,
+                    h.created_at,
+                    h.cwd,
+                    h.parent_session,
+                    h.seed_length
                 ],
             )
             .map_err(|e| match e.sqlite_error_code() {
@@ -613,7 +602,7 @@ impl Backend for SqliteBackend {
         })
     }
 
-    fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<()> {
+    fn append(&self, key: &Key, batch: &Batch, _handle: &mut ()) -> CoreResult<Result<(), Holds>> {
         let texts: Vec<&str> = batch.texts().collect();
         self.write(|tx| {
             // In the transaction that writes: the batch continues the stored log.
@@ -624,10 +613,10 @@ impl Backend for SqliteBackend {
                     |row| row.get(0),
                 )
                 .map_err(|e| self.err(e))?;
-            if stored != batch.first_seq as i64 {
-                return Err(super::seq_mismatch(&key.id, batch.first_seq, stored as u64));
+            if let Err(holds) = continues(batch.first_seq, stored as u64) {
+                return Ok(Err(holds));
             }
-            self.insert_events(tx, &key.id, &texts)
+            self.insert_events(tx, &key.id, &texts).map(Ok)
         })
     }
 
@@ -652,6 +641,22 @@ impl Backend for SqliteBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::load_with;
+    use rusqlite::types::Value as SqlValue;
+
+    /// The row-by-row read `read_session` falls back to, of every row.
+    fn row_by_row(
+        conn: &Connection,
+        path: &str,
+        id: &str,
+        header: SessionHeader,
+    ) -> CoreResult<(Repaired, usize)> {
+        let records = row_records(conn, path, id)?;
+        let texts: Vec<Option<&str>> = records.iter().map(Option::as_deref).collect();
+        let repaired =
+            super::super::load::repair(id, header, &texts, super::super::load::Place::Row)?;
+        Ok((repaired, records.len()))
+    }
 
     /// The event text `values_text` builds from these column values.
     fn text_of(cols: [SqlValue; 6]) -> Option<String> {
@@ -733,7 +738,7 @@ mod tests {
         };
         let fast = summary(read_session(&conn, "db", "s", None).map(|r| r.unwrap()));
         let header = read_header(&conn, "db", "s").unwrap().unwrap();
-        let slow = summary(read_rows(&conn, "db", "s", header));
+        let slow = summary(row_by_row(&conn, "db", "s", header));
         assert_eq!(fast, slow);
         fast
     }
@@ -792,14 +797,10 @@ mod tests {
             .map_err(|e| b.err(e))
         })
         .unwrap();
-        let err = b.append(&key, &batch(1, 80), &mut ()).unwrap_err();
         // The check runs in the transaction that writes: it sees seq 35.
         assert_eq!(
-            (err.code(), err.to_string().as_str()),
-            (
-                "SEQ_MISMATCH",
-                "append seq mismatch for \"m\": expected 36 at index 0, got 1 (the store holds 36 events)"
-            )
+            b.append(&key, &batch(1, 80), &mut ()).unwrap(),
+            Err(Holds(36))
         );
         let count: i64 = b
             .with(|c| {
@@ -814,9 +815,8 @@ mod tests {
                 .map_err(|e| b.err(e))
         })
         .unwrap();
-        b.append(&key, &batch(1, 80), &mut ()).unwrap();
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        b.append(&key, &batch(1, 80), &mut ()).unwrap().unwrap();
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
@@ -850,15 +850,14 @@ mod tests {
         };
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
         let slow = b
             .with(|c| {
                 let header = read_header(c, &path, "long")?.unwrap();
-                read_rows(c, &path, "long", header)
+                row_by_row(c, &path, "long", header)
             })
             .unwrap();
         assert_eq!(log.len(), n as usize);
@@ -880,7 +879,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log
@@ -1007,15 +1006,14 @@ mod tests {
         };
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
-        let log = b
-            .load(&key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
             .unwrap()
             .unwrap()
             .log;
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
         assert_eq!(
-            b.load(&key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair, None)
                 .unwrap()
                 .unwrap()
                 .log

@@ -10,6 +10,7 @@
 
 mod error;
 mod event;
+mod executor;
 mod invariants;
 mod json;
 mod log;
@@ -18,6 +19,5 @@ mod scan;
 mod session_header;
 mod store;
 mod surface;
-mod threads;
 
 mod binding;

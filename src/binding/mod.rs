@@ -11,7 +11,6 @@ pub mod inspect;
 pub mod invariants;
 pub mod session;
 pub mod store;
-mod threads;
 
 use crate::error::{CoreError, CoreResult};
 use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, JsObjectValue, Object, Unknown};

@@ -4,9 +4,9 @@
 
 use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
+use crate::executor::{self, Task};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use crate::threads;
 use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
 use napi::{Env, Result};
 use napi_derive::napi;
@@ -47,13 +47,13 @@ pub struct FlushSource {
 
 /// How a long seed's slices are checked (`seedJsonAsync`).
 enum Seeder {
-    /// By a helper thread while JS copies the next ones; it owns the log
-    /// until `finishSeed` takes it back.
+    /// By a task on the executor while JS copies the next ones; it owns
+    /// the log until `finishSeed` takes it back.
     Thread {
         slices: mpsc::Sender<String>,
-        thread: std::thread::JoinHandle<(Log, CoreResult<()>)>,
+        task: Task<(Log, CoreResult<()>)>,
     },
-    /// No thread could start: each slice is checked as it comes, on the
+    /// No pool thread was free: each slice is checked as it comes, on the
     /// calling thread, until the first error, which `finishSeed` throws.
     Here(CoreResult<()>),
 }
@@ -117,9 +117,9 @@ impl NativeSession {
     #[napi(js_name = "finishSeed")]
     pub fn finish_seed(&mut self, env: Env) -> Result<()> {
         call(&env, || match self.seeder.take() {
-            Some(Seeder::Thread { slices, thread }) => {
+            Some(Seeder::Thread { slices, task }) => {
                 drop(slices);
-                let (log, result) = threads::joined(thread.join(), "the seed helper thread")?;
+                let (log, result) = task.wait("the seed helper thread")?;
                 self.log = log;
                 result
             }
@@ -433,8 +433,8 @@ impl NativeSession {
             log.compress_as_filled(false);
             (log, result)
         };
-        match threads::detached("dsh-seed", work) {
-            Ok(thread) => Seeder::Thread { slices, thread },
+        match executor::start(work) {
+            Ok(task) => Seeder::Thread { slices, task },
             Err(not_started) => {
                 // With no slice queued, the work gives the log straight back.
                 drop(slices);

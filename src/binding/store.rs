@@ -6,9 +6,9 @@
 //! `cursor` and `locate` (no I/O) run on the main thread.
 
 use super::session::{new_token, FlushSource, NativeSession};
-use super::threads;
 use super::{call, converting, guarded};
 use crate::error::{Code, CoreError, CoreResult};
+use crate::executor;
 use crate::log::Log;
 use crate::session_header::SessionHeader;
 use crate::store::jsonl::JsonlBackend;
@@ -68,8 +68,8 @@ impl<O: Send + 'static, J: ToNapiValue + TypeName + 'static> StorePromise<O, J> 
             let out = guarded("a store operation", work);
             deferred.resolve(Box::new(move |env: Env| call(&env, || out.map(convert))));
         });
-        if let Err(job) = threads::spawn(job) {
-            // No thread could be started: the libuv pool runs it.
+        if let Err(job) = executor::queue(job) {
+            // The pool has no thread and none could start: libuv's runs it.
             let _ = env.spawn(Detached(Some(job)));
         }
         Ok(promise.raw())

@@ -5,8 +5,8 @@ use super::texts::{Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
+use crate::executor;
 use crate::session_header::SessionHeader;
-use crate::threads;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -111,7 +111,7 @@ pub(super) fn prepare_all(pieces: Vec<Piece<'_>>) -> Vec<Prepared<'_>> {
         let mut pieces = pieces;
         let later = pieces.split_off(at.max(1));
         std::thread::scope(|scope| {
-            let thread = threads::scoped(scope, "dsh-read-half", || {
+            let thread = executor::scoped(scope, "dsh-read-half", || {
                 later.into_iter().map(prepare).collect::<Vec<_>>()
             });
             let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
@@ -214,7 +214,7 @@ fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) ->
         let later: Vec<_> = compressing
             .map(|k| {
                 let work = move || compress(k);
-                (k, threads::scoped(scope, "dsh-compress", work))
+                (k, executor::scoped(scope, "dsh-compress", work))
             })
             .collect();
         if let Some(k) = first {
@@ -574,7 +574,7 @@ impl Log {
             };
             std::thread::scope(|scope| {
                 // No thread could start: this one claims every unit.
-                let thread = threads::scoped(scope, "dsh-read-back", || {
+                let thread = executor::scoped(scope, "dsh-read-back", || {
                     let mut read_units = Vec::new();
                     while let Some(u) = claim(false) {
                         let (k, range) = &units[u];
@@ -753,7 +753,11 @@ mod tests {
         // compressor, and the caller's bytes that short are copied.
         let line = format!(r#"{{"a":"{}"}}"#, "y".repeat(5_000));
         let spans = vec![(0, line.len())];
-        let owned = take(vec![Cow::Owned(line.clone())], &[spans.clone()], 10);
+        let owned = take(
+            vec![Cow::Owned(line.clone())],
+            std::slice::from_ref(&spans),
+            10,
+        );
         assert!(
             matches!(owned[0], Taken::Buffer(_)),
             "left for the compressor"

@@ -1,15 +1,16 @@
 //! Resuming a JSONL log (`Session.fromJsonl`) while it is still being
 //! handed over: the bytes JS pushes are cut into pieces of whole lines, a
-//! reading thread reads and folds each piece as it comes (the pieces still
-//! waiting when the pushing ends are read on two threads); `finish` takes
-//! the log. The first `deriveMessages()` parses the surface's payloads.
+//! reading task on the executor reads and folds each piece as it comes (the
+//! pieces still waiting when the pushing ends are read on two threads);
+//! `finish` takes the log. With no pool thread free, the pieces are kept
+//! and read by `finish`, on the calling thread. The first
+//! `deriveMessages()` parses the surface's payloads.
 
 use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
 use super::Log;
 use crate::error::{Code, CoreError};
-use crate::threads;
+use crate::executor::{self, Task};
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 
 /// Bytes after which what was pushed is cut (after its last newline) into a
 /// piece for the reading thread. A log shorter than one piece is read at
@@ -27,8 +28,10 @@ pub type Owner = Box<dyn AsRef<[u8]> + Send>;
 pub struct JsonlReading {
     /// Bytes pushed since the last piece.
     cutter: Cutter,
-    /// Pieces for the reading thread, until the pushing ends.
+    /// Pieces for the reading task, until the pushing ends.
     pieces: Option<mpsc::Sender<Vec<u8>>>,
+    /// Pieces no reading task took (none was free): read by `finish`.
+    kept: Vec<Vec<u8>>,
     /// The pushing ended (`finish` was called).
     ended: bool,
     state: State,
@@ -36,8 +39,8 @@ pub struct JsonlReading {
 
 enum State {
     Pushing,
-    /// The reading thread, which gives back the caller's log it borrowed.
-    Reading(JoinHandle<(Result<Log, CoreError>, Option<Owner>)>),
+    /// The reading task, which gives back the caller's log it borrowed.
+    Reading(Task<(Result<Log, CoreError>, Option<Owner>)>),
     Read(Box<Result<Log, CoreError>>),
     Finished,
 }
@@ -55,6 +58,7 @@ impl JsonlReading {
         JsonlReading {
             cutter: Cutter::new(piece_bytes),
             pieces: None,
+            kept: Vec::new(),
             ended: false,
             state: State::Pushing,
         }
@@ -65,8 +69,10 @@ impl JsonlReading {
     /// its own, which hands `bytes` back to the thread that calls `finish`;
     /// a log shorter than one piece is read now, on this thread.
     pub fn of_owner(bytes: Owner) -> JsonlReading {
-        let mut reading = JsonlReading::default();
-        reading.ended = true;
+        let mut reading = JsonlReading {
+            ended: true,
+            ..JsonlReading::default()
+        };
         if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
             let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())]);
             reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
@@ -79,9 +85,9 @@ impl JsonlReading {
                 .map_err(|(e, _)| e);
             (read, Some(bytes))
         };
-        reading.state = match threads::detached("dsh-jsonl-read", work) {
-            Ok(thread) => State::Reading(thread),
-            // No thread could start: the log is read now, on this thread.
+        reading.state = match executor::start(work) {
+            Ok(task) => State::Reading(task),
+            // No pool thread free: the log is read now, on this thread.
             Err(not_started) => State::Read(Box::new((not_started.work)().0)),
         };
         reading
@@ -110,46 +116,40 @@ impl JsonlReading {
         }
     }
 
-    /// Send a piece to the reading thread, started with the first (a
-    /// thread that cannot start is the read's error, which `finish`
-    /// reports; later pieces are dropped).
+    /// Send a piece to the reading task, handed to the executor with the
+    /// first; kept for `finish` when none was free.
     fn send(&mut self, piece: Vec<u8>) {
-        if self.pieces.is_none() {
-            if !matches!(self.state, State::Pushing) {
-                return;
-            }
+        if self.pieces.is_none() && self.kept.is_empty() {
             let (pieces, received) = mpsc::channel();
             let work = move || (read_arriving(&received, &mut None), None);
-            match threads::detached("dsh-jsonl-read", work) {
-                Ok(thread) => {
-                    self.state = State::Reading(thread);
-                    self.pieces = Some(pieces);
-                }
-                Err(not_started) => {
-                    self.state = State::Read(Box::new(Err(not_started.error())));
-                    return;
-                }
+            if let Ok(task) = executor::start(work) {
+                self.state = State::Reading(task);
+                self.pieces = Some(pieces);
             }
         }
-        if let Some(pieces) = &self.pieces {
-            // A reading thread that is gone has failed: `finish` reports how.
-            let _ = pieces.send(piece);
+        match &self.pieces {
+            // A reading task that is gone has failed: `finish` reports how.
+            Some(pieces) => drop(pieces.send(piece)),
+            None => self.kept.push(piece),
         }
     }
 
-    /// The end of the log: the last piece goes to the reading thread, or the
-    /// whole log (shorter than one piece) is read now.
+    /// The end of the log: the last piece goes to the reading task, or the
+    /// whole log (shorter than one piece, or kept) is read now.
     fn end(&mut self) {
         if std::mem::replace(&mut self.ended, true) {
             return;
         }
         let last = self.cutter.rest();
-        if !matches!(self.state, State::Pushing) && self.pieces.is_none() {
-            // No reading thread could start: `finish` reports it.
-            return;
-        }
         if self.pieces.is_none() {
-            let read = Log::read_pieces(vec![Piece::Keep(last)]).map_err(|(e, _)| e);
+            let mut pieces: Vec<Piece<'_>> = std::mem::take(&mut self.kept)
+                .into_iter()
+                .map(Piece::Keep)
+                .collect();
+            if pieces.is_empty() || !last.is_empty() {
+                pieces.push(Piece::Keep(last));
+            }
+            let read = Log::read_pieces(pieces).map_err(|(e, _)| e);
             self.state = State::Read(Box::new(read));
             return;
         }
@@ -166,7 +166,8 @@ impl JsonlReading {
         let failed = |what: &str| CoreError::new(Code::Internal, what);
         match std::mem::replace(&mut self.state, State::Finished) {
             // The caller's log the thread borrowed is let go here.
-            State::Reading(thread) => threads::joined(thread.join(), "the JSONL reading thread")
+            State::Reading(task) => task
+                .wait("the JSONL reading task")
                 .and_then(|(read, _)| read),
             State::Read(read) => *read,
             State::Pushing | State::Finished => Err(failed("the JSONL log was already taken")),

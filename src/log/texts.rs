@@ -1,10 +1,9 @@
 //! Event texts in blocks that never move; full blocks are kept compressed.
 
 use crate::error::{Code, CoreError, CoreResult};
-use crate::threads;
+use crate::executor::{self, Task};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
 
 fn missing(k: usize) -> CoreError {
     CoreError::new(
@@ -71,8 +70,9 @@ pub struct Texts {
     spans: Vec<(usize, usize)>,
     /// Compress each block as it fills up, here (see the struct).
     pub(super) compress_on_seal: bool,
-    /// The compressor thread, while it runs (see `compress`).
-    compressing: Option<JoinHandle<Compressed>>,
+    /// The compression handed to the executor, until a call takes its
+    /// result (see `compress`).
+    compressing: Option<Task<Compressed>>,
     /// Nothing waits for the compressor (a cheap look before `compress`).
     pub(super) idle: bool,
     /// The block opened last, shared with the texts handed out from it: a
@@ -328,23 +328,26 @@ impl Texts {
         self.adopt(texts.into_iter().map(Taken::Buffer).collect());
     }
 
-    /// Compress, on a helper thread, the blocks that wait for it (full
-    /// raw blocks, and buffers adopted from a read, cut into pieces of about
-    /// `BLOCK` bytes where a text starts), once they hold `min_bytes` or
-    /// more. Returns whether nothing is left to do: a call starts the
-    /// thread, a later one takes what it compressed in place of what it
-    /// took (and starts again if more has filled up meanwhile). Reads and
-    /// pushes go on meanwhile; this never waits.
+    /// Compress the blocks that wait for it (full raw blocks, and buffers
+    /// adopted from a read, cut into pieces of about `BLOCK` bytes where a
+    /// text starts), once they hold `min_bytes` or more, as a task handed
+    /// to the executor. Returns whether nothing is left to do: a call hands
+    /// the task over, a later one takes its result in place of what it
+    /// took (and hands another if more has filled up meanwhile). Reads and
+    /// pushes go on meanwhile; this never waits. With no pool thread free,
+    /// the blocks wait for a later call.
     pub fn compress(&mut self, min_bytes: usize) -> bool {
-        if let Some(job) = self.compressing.take() {
-            if !job.is_finished() {
-                self.compressing = Some(job);
-                return false;
-            }
-            // A panicking compressor would be a bug: the blocks it took
-            // stay shared (readable), and the next call takes them again.
-            if let Ok(done) = job.join() {
-                self.take_compressed(done);
+        if let Some(task) = self.compressing.take() {
+            match task.try_take("the compressor") {
+                None => {
+                    self.compressing = Some(task);
+                    return false;
+                }
+                Some(Ok(done)) => self.take_compressed(done),
+                // A panicking compressor would be a bug: the blocks it
+                // took stay shared (readable), and a later call takes them
+                // again.
+                Some(Err(_)) => {}
             }
         }
         let waiting = self.waiting();
@@ -370,11 +373,9 @@ impl Texts {
                 .map(|(k, base, text, cuts)| (k, pieces(base, &text, &cuts)))
                 .collect()
         };
-        match threads::detached("dsh-compress", compress) {
-            Ok(job) => self.compressing = Some(job),
-            // No thread could start: the blocks are compressed here.
-            Err(not_started) => self.take_compressed((not_started.work)()),
-        }
+        // With no pool thread free, the blocks stay shared (readable) and
+        // a later call hands them over again.
+        self.compressing = executor::start(compress).ok();
         false
     }
 

@@ -13,9 +13,9 @@ use super::load::{self, Place, Repaired};
 use super::regular::{self, open_read, open_regular};
 use super::{persisted_collision, Backend, Batch, Holds, Key, Listed, LoadMode, Policy, Repairs};
 use crate::error::{Code, CoreError, CoreResult};
+use crate::executor;
 use crate::log::{read_arriving, Cutter, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
-use crate::threads;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom};
@@ -424,7 +424,7 @@ fn read_folding(
         return (read_arriving(&pieces, &mut observe), produced);
     }
     std::thread::scope(|scope| {
-        let reader = match threads::scoped(scope, "dsh-store-read", read_pieces) {
+        let reader = match executor::scoped(scope, "dsh-store-read", read_pieces) {
             Ok(reader) => reader,
             Err(not_started) => {
                 // No thread could start: the file is read first, here (its

@@ -7,9 +7,9 @@
 use super::load::{self, Place, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
+use crate::executor;
 use crate::log::{too_roomy, ArrivingPiece, Log, Observe, PIECE_BYTES};
 use crate::session_header::SessionHeader;
-use crate::threads;
 use std::sync::mpsc;
 
 /// One column's value as a driver read it.
@@ -447,7 +447,7 @@ fn read_spliced(
                 |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
             Log::from_arriving(header.clone(), pieces, &verify, &mut observe)
         };
-        let folding = threads::scoped(scope, "dsh-row-fold", fold);
+        let folding = executor::scoped(scope, "dsh-row-fold", fold);
         let mut splicer = Splicer {
             piece: SplicedRows::new(),
             send,
@@ -460,7 +460,7 @@ fn read_spliced(
         // The fold ends once it has read the last piece.
         drop(splicer);
         let folded = match folding {
-            Ok(folding) => threads::joined(folding.join(), "the row fold"),
+            Ok(folding) => executor::joined(folding.join(), "the row fold"),
             // No thread could start: the pieces waited in the channel.
             Err(not_started) => Ok((not_started.work)()),
         };

@@ -299,11 +299,20 @@ class SessionStore {
     // unless `events` may have been redefined (on it, or by a subclass).
     const own = Object.getPrototypeOf(parent) === handle.Session.prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
-    const length = own ? parent.seq : events.length
-    const seqAt = (i) => (own ? i : events[i].seq)
-    const typeAt = (i) => (own ? handle.typeAt(parent, i) : events[i].type)
     let end = 0
-    if (boundary !== undefined || length > 0) {
+    if (own) {
+      try {
+        end = handle.forkEnd(parent, boundary)
+      } catch (error) {
+        if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
+        throw error
+      }
+    } else if (boundary !== undefined || events.length > 0) {
+      // A source that is not this package's session: the checks read its
+      // `events` (the same rule and words as `log::fork_end`, plus the one
+      // only such a source can break: a seq out of place).
+      const length = events.length
+      const seqAt = (i) => events[i].seq
       const b = boundary === undefined ? seqAt(length - 1) : boundary
       if (!Number.isSafeInteger(b) || b < 0) {
         throw new SessionForkError(
@@ -324,7 +333,7 @@ class SessionStore {
           'INVALID_BOUNDARY',
         )
       }
-      const type = typeAt(b)
+      const type = events[b].type
       if (type !== 'turn/end') {
         throw new SessionForkError(`fork boundary ${b} in ${quote(sourceId)} must be turn/end, got ${type}`, 'OPEN_TURN')
       }

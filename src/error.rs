@@ -28,6 +28,8 @@ pub enum Code {
     Invariant,
     /// A fork boundary that is not a `turn/end` of the log.
     InvalidBoundary,
+    /// The service's fork at an event other than a `turn/end` (SPEC 12.6).
+    OpenTurn,
     /// A stored log that cannot be loaded (SPEC 11).
     CorruptLog,
     /// A header or database of a format this build does not read.
@@ -71,7 +73,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, in the order of the declaration (`index.d.ts` lists the same).
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 28] = [
         Code::NotLossless,
         Code::InvalidEnvelope,
         Code::InvalidHeader,
@@ -81,6 +83,7 @@ impl Code {
         Code::Reentrant,
         Code::Invariant,
         Code::InvalidBoundary,
+        Code::OpenTurn,
         Code::CorruptLog,
         Code::UnsupportedVersion,
         Code::NotFound,
@@ -113,6 +116,7 @@ impl Code {
             Code::Reentrant => "REENTRANT_APPEND",
             Code::Invariant => "INVARIANT",
             Code::InvalidBoundary => "INVALID_BOUNDARY",
+            Code::OpenTurn => "OPEN_TURN",
             Code::CorruptLog => "CORRUPT_LOG",
             Code::UnsupportedVersion => "UNSUPPORTED_VERSION",
             Code::NotFound => "SESSION_NOT_FOUND",

@@ -144,13 +144,15 @@ class Events {
     return seq >= this.objsFrom ? this.objs[seq - this.objsFrom] : this.payloads.get(seq)
   }
 
-  typeAt(seq) {
-    return seq >= this.objsFrom ? this.objs[seq - this.objsFrom].type : JSON.parse(this.native.eventsJson(seq, seq + 1, new Uint32Array(0)))[0].type
-  }
-
-  /** Whether event `seq` is a `turn/end`. */
-  isTurnEnd(seq) {
-    return seq >= this.objsFrom ? this.objs[seq - this.objsFrom].type === 'turn/end' : this.native.isTurnEnd(seq)
+  /**
+   * How many events a fork at `boundary` takes, or the boundary rule's
+   * error (its one home is native: `log::fork_end`); `service`: the Cordis
+   * service's wording (SPEC 12.6).
+   */
+  forkEnd(boundary, service) {
+    const number = boundary === undefined ? null : typeof boundary === 'number' ? boundary : NaN
+    const liveType = (seq) => this.objs[seq - this.objsFrom].type
+    return this.native.forkEnd(number, String(boundary), this.seq, liveType, service)
   }
 
   /** Keep an appended event. */

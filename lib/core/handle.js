@@ -27,11 +27,12 @@ module.exports = {
   fromNative: (native) => build({ native }),
   /**
    * For the service's fork (SPEC 12.6): a session holding copies of
-   * `session`'s events `0..end` (none of its objects), and the type of its
-   * event `seq`, without reading `events`.
+   * `session`'s events `0..end` (none of its objects), without reading
+   * `events`.
    */
   detachedPrefix: (session, end) => forkOf(session, end, true),
-  typeAt: (session, seq) => partsOf(session).events.typeAt(seq),
+  /** The service's fork boundary (SPEC 12.6): how many events its fork of `session` takes. */
+  forkEnd: (session, boundary) => partsOf(session).events.forkEnd(boundary, true),
   /**
    * Derive the messages of the surface a run of payloads at a time,
    * yielding to the event loop between runs: a store's `open` runs this

@@ -370,25 +370,10 @@ class Session {
   }
 
   fork(boundary, childId) {
-    if (boundary !== undefined && (typeof boundary !== 'number' || !Number.isSafeInteger(boundary) || boundary < 0)) {
-      throw fail(
-        `fork boundary for session "${this.#id}" must be a non-negative safe integer, got ${String(boundary)}`,
-        'INVALID_BOUNDARY',
-      )
-    }
+    // The boundary's errors win over the child id's (the rule: `log::fork_end`).
+    const end = this.#events.forkEnd(boundary, false)
     if (childId !== undefined && typeof childId !== 'string') {
       throw fail('fork child id must be a string', 'INVALID_ARGUMENT')
-    }
-    const seq = this.#events.seq
-    if (boundary !== undefined && boundary >= seq) {
-      throw fail(
-        `fork boundary ${boundary} does not exist in session "${this.#id}" (last seq: ${seq === 0 ? 'none' : seq - 1})`,
-        'INVALID_BOUNDARY',
-      )
-    }
-    const end = boundary === undefined ? seq : boundary + 1
-    if (end > 0 && !this.#events.isTurnEnd(end - 1)) {
-      throw fail(`fork boundary ${end - 1} in session "${this.#id}" is not a turn/end`, 'INVALID_BOUNDARY')
     }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
     return this.#fork(end, id, false)

@@ -7,7 +7,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Uint32Array};
+use napi::bindgen_prelude::{Buffer, Either, Function, Uint32Array};
 use napi::{Env, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -195,11 +195,46 @@ impl NativeSession {
         })
     }
 
-    /// Whether event `seq` of the log's texts is a `turn/end`.
-    #[napi(js_name = "isTurnEnd")]
-    pub fn is_turn_end(&self, env: Env, seq: u32) -> Result<bool> {
+    /// How many events a fork at `boundary` takes (`log::fork_end`, the
+    /// rule's one home): `boundary` null for the whole session, NaN for a
+    /// value that is no number (`shown`: JS's `String` of it), `length` the
+    /// session's length, `liveType(seq)` the type of a live event (from
+    /// the log's texts on); `service`: the Cordis service's rule (SPEC 12.6).
+    #[napi(js_name = "forkEnd")]
+    pub fn fork_end(
+        &self,
+        env: Env,
+        boundary: Option<f64>,
+        shown: String,
+        length: f64,
+        live_type: Function<u32, String>,
+        service: bool,
+    ) -> Result<f64> {
         call(&env, || {
-            Ok(self.log.meta(seq as usize).map(|m| m.kind) == Some(crate::event::Kind::TurnEnd))
+            let log = &self.log;
+            let type_at = |seq: u64| -> CoreResult<String> {
+                let seq = seq as usize;
+                if seq >= log.texts_len() {
+                    return live_type
+                        .call(seq as u32)
+                        .map_err(|e| CoreError::new(Code::Internal, e.reason.clone()));
+                }
+                if let Some(name) = log.meta(seq).and_then(|m| m.kind.name()) {
+                    return Ok(name.to_string());
+                }
+                let text = log.text(seq)?;
+                Ok(crate::scan::accepted_member(&text, "type")
+                    .and_then(crate::scan::string_lossy)
+                    .unwrap_or_default())
+            };
+            let fork_of = if service {
+                crate::log::ForkOf::Service
+            } else {
+                crate::log::ForkOf::Session
+            };
+            let id = log.header().id().to_string();
+            let boundary = boundary.map(|b| (b, shown.as_str()));
+            crate::log::fork_end(&id, boundary, length as u64, fork_of, type_at).map(|e| e as f64)
         })
     }
 

@@ -44,6 +44,62 @@ fn header_seq(kind: Kind, seq: u64) -> Option<u64> {
     (kind == Kind::RequestHeader).then_some(seq)
 }
 
+/// Whose fork a boundary is checked for: `Session.fork` (a boundary that
+/// is not a `turn/end` is `INVALID_BOUNDARY`) or the Cordis service's
+/// (SPEC 12.6: `OPEN_TURN`, naming the event's type).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ForkOf {
+    Session,
+    Service,
+}
+
+/// The fork boundary rule, its one home: how many events (`0..=len`) a
+/// fork of session `id` of `len` events takes at `boundary` (`None`: the
+/// whole session; `Err(text)`: a value that is no number, as JS's
+/// `String` spells it; a number's text is `shown`). `type_at(seq)` is
+/// event `seq`'s type.
+pub fn fork_end(
+    id: &str,
+    boundary: Option<(f64, &str)>,
+    len: u64,
+    fork_of: ForkOf,
+    mut type_at: impl FnMut(u64) -> CoreResult<String>,
+) -> CoreResult<u64> {
+    let invalid = |message: String| CoreError::new(Code::InvalidBoundary, message);
+    let b = match boundary {
+        None if len == 0 => return Ok(0),
+        None => len - 1,
+        Some((b, shown)) => {
+            if !(b >= 0.0 && b.fract() == 0.0 && b <= 9_007_199_254_740_991.0) {
+                return Err(invalid(format!(
+                    "fork boundary for session \"{id}\" must be a non-negative safe integer, got {shown}"
+                )));
+            }
+            let b = b as u64;
+            if b >= len {
+                let last = len.checked_sub(1).map_or("none".into(), |l| l.to_string());
+                return Err(invalid(format!(
+                    "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
+                )));
+            }
+            b
+        }
+    };
+    let ty = type_at(b)?;
+    if ty != "turn/end" {
+        return Err(match fork_of {
+            ForkOf::Session => invalid(format!(
+                "fork boundary {b} in session \"{id}\" is not a turn/end"
+            )),
+            ForkOf::Service => CoreError::new(
+                Code::OpenTurn,
+                format!("fork boundary {b} in session \"{id}\" must be turn/end, got {ty}"),
+            ),
+        });
+    }
+    Ok(b + 1)
+}
+
 /// What the log keeps per event besides its text.
 #[derive(Debug, Clone, Copy)]
 pub struct EventMeta {
@@ -320,6 +376,60 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fork_boundary_rule_names_each_refusal_as_both_forks_do() {
+        // Events 0..4: turn/start, user/message, turn/end, turn/start.
+        let types = ["turn/start", "user/message", "turn/end", "turn/start"];
+        let type_at = |seq: u64| Ok(types[seq as usize].to_string());
+        let end = |b: Option<(f64, &str)>, len: u64, of: ForkOf| {
+            fork_end("s", b, len, of, type_at).map_err(|e| (e.code(), e.message().to_string()))
+        };
+        assert_eq!(end(Some((2.0, "2")), 4, ForkOf::Session), Ok(3));
+        assert_eq!(end(None, 3, ForkOf::Session), Ok(3));
+        assert_eq!(end(None, 0, ForkOf::Service), Ok(0));
+        for (b, shown) in [
+            (-1.0, "-1"),
+            (1.5, "1.5"),
+            (f64::NAN, "null"),
+            (2f64.powi(53), "9007199254740992"),
+        ] {
+            for of in [ForkOf::Session, ForkOf::Service] {
+                assert_eq!(
+                    end(Some((b, shown)), 4, of),
+                    Err(("INVALID_BOUNDARY", format!("fork boundary for session \"s\" must be a non-negative safe integer, got {shown}")))
+                );
+            }
+        }
+        assert_eq!(
+            end(Some((4.0, "4")), 4, ForkOf::Session),
+            Err((
+                "INVALID_BOUNDARY",
+                "fork boundary 4 does not exist in session \"s\" (last seq: 3)".into()
+            ))
+        );
+        assert_eq!(
+            end(Some((0.0, "0")), 0, ForkOf::Service),
+            Err((
+                "INVALID_BOUNDARY",
+                "fork boundary 0 does not exist in session \"s\" (last seq: none)".into()
+            ))
+        );
+        assert_eq!(
+            end(None, 4, ForkOf::Session),
+            Err((
+                "INVALID_BOUNDARY",
+                "fork boundary 3 in session \"s\" is not a turn/end".into()
+            ))
+        );
+        assert_eq!(
+            end(Some((1.0, "1")), 4, ForkOf::Service),
+            Err((
+                "OPEN_TURN",
+                "fork boundary 1 in session \"s\" must be turn/end, got user/message".into()
+            ))
+        );
+    }
 
     #[test]
     fn events_json_leaves_out_the_data_the_caller_holds() {

@@ -129,13 +129,16 @@ const CHILDREN = {
    * Resume a copy of the stored session, derive, append one turn, flush it
    * to the store: resumed by that store's open, or by Session.fromJsonl of
    * the JSONL store's file (a store that holds the history but has not read it).
+   * The open is a writer's (`{ write: true }`, as an agent resuming to write
+   * opens it): a reader's open leaves its first flush to compare the session
+   * with storage event by event (docs/STORES.md), as the fromJsonl rows do.
    */
   async resumeFlush({ dir, store: kind, lastTurn, via }) {
     const copy = removeAtExit(tmpDir('resume'))
     fs.cpSync(dir, copy, { recursive: true })
     const stores = storesOf(copy)
     const store = stores[kind]()
-    const session = via === 'open' ? await store.open(ID) : Session.fromJsonl(fs.readFileSync(stores.jsonl().locate(HEADER).path))
+    const session = via === 'open' ? await store.open(ID, { write: true }) : Session.fromJsonl(fs.readFileSync(stores.jsonl().locate(HEADER).path))
     session.deriveMessages()
     await settle()
     const probe = pauseProbe()

@@ -266,6 +266,14 @@ describe('issue 29: a schema name longer than PostgreSQL keeps', () => {
     await store.close()
   })
 
+  it('takes the default schema (Rust\'s, public) for a schema left out or null: the store then tries to connect', async () => {
+    for (const options of [{}, { schema: null }, { schema: undefined }]) {
+      const store = new PostgresSessionStore({ connectionString: UNREACHABLE, ...options } as never)
+      expect((await rejection(store.list())).code).toBe('PG_CONNECT')
+      await store.close()
+    }
+  })
+
   it('refuses a schema of 64 bytes with INVALID_ARGUMENT in the constructor, before connecting', () => {
     const schema = 's'.repeat(64)
     expect(thrown(() => new PostgresSessionStore({ connectionString: UNREACHABLE, schema }))).toEqual(tooLong(schema, 64))

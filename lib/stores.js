@@ -275,8 +275,8 @@ function millis(options, name) {
   return value
 }
 
-/** The schema a PostgreSQL store uses when given none: the store's and the CLI addresses' one default. */
-const POSTGRES_DEFAULT_SCHEMA = 'public'
+/** The schema a PostgreSQL store uses when given none (its home: Rust's `PgOptions::SCHEMA`); the CLI's addresses take it too. */
+const POSTGRES_DEFAULT_SCHEMA = NativeStore.postgresDefaultSchema()
 
 /**
  * Sessions in the SPEC 11 tables of one PostgreSQL schema, one writer per
@@ -288,8 +288,8 @@ class PostgresSessionStore extends SessionStoreBase {
     if (typeof url !== 'string' || url.length === 0) {
       throw fail('PostgresSessionStore needs { connectionString: string } (a libpq-style URL)', 'INVALID_ARGUMENT')
     }
-    // Any other value is refused by the native store (one rule for a schema name).
-    const schema = options.schema ?? POSTGRES_DEFAULT_SCHEMA
+    // Defaulted (undefined or null) and checked by the native store: one home for the name's rule and default.
+    const schema = options.schema
     const poolSize = options.poolSize
     if (poolSize !== undefined && (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1024)) {
       throw fail(`PostgresSessionStore poolSize must be an integer from 1 to 1024, got ${String(poolSize)}`, 'INVALID_ARGUMENT')

@@ -227,6 +227,12 @@ impl NativeStore {
         })
     }
 
+    /// The schema a PostgreSQL store uses when given none (`PgOptions::SCHEMA`).
+    #[napi(js_name = "postgresDefaultSchema")]
+    pub fn postgres_default_schema() -> String {
+        PgOptions::SCHEMA.to_string()
+    }
+
     /// A PostgreSQL store (see `PostgresSessionStore`); nothing connects
     /// until an operation. Durations in milliseconds (checked in JS); an
     /// option not given takes its default (`PgOptions`).
@@ -234,7 +240,7 @@ impl NativeStore {
     pub fn postgres(
         env: Env,
         connection_string: String,
-        schema: Either<String, Unknown<'_>>,
+        schema: Option<Either<String, Unknown<'_>>>,
         pool_size: Option<u32>,
         lease_ms: Option<u32>,
         statement_timeout_ms: Option<u32>,
@@ -245,8 +251,10 @@ impl NativeStore {
         };
         call(&env, || {
             // Checked here, with the rest of the name's rule (`check_schema`).
-            let Either::A(schema) = schema else {
-                return Err(crate::store::postgres::schema_refused());
+            let schema = match schema {
+                None => PgOptions::SCHEMA.to_string(),
+                Some(Either::A(schema)) => schema,
+                Some(Either::B(_)) => return Err(crate::store::postgres::schema_refused()),
             };
             let backend = PostgresBackend::new(PgOptions {
                 pool_size: pool_size.map_or(PgOptions::POOL_SIZE, |n| n.max(1) as usize),

@@ -69,8 +69,10 @@ pub struct PgOptions {
 }
 
 impl PgOptions {
-    /// The defaults of `PostgresSessionStore`'s options (`leaseMs`,
-    /// `statementTimeoutMs`, `connectTimeoutMs`, `poolSize`): their one home.
+    /// The defaults of `PostgresSessionStore`'s options (`schema`, `leaseMs`,
+    /// `statementTimeoutMs`, `connectTimeoutMs`, `poolSize`): their one home
+    /// (the CLI's addresses read `SCHEMA` through `postgresDefaultSchema()`).
+    pub const SCHEMA: &'static str = "public";
     pub const LEASE: Duration = Duration::from_secs(30);
     pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
     pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

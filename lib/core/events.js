@@ -257,4 +257,4 @@ class Events {
   }
 }
 
-module.exports = { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, seedParts }
+module.exports = { Events, SURFACE_TYPES, limits, nextTurn, surfaceMetaJson, headerCopy, seedParts }

@@ -8,7 +8,7 @@
 
 const binding = require('../../binding.js')
 const { snapshotEvents } = require('./json.js')
-const { limits } = require('./events.js')
+const { limits, nextTurn } = require('./events.js')
 const { Session, partsOf, forkOf, build } = require('./session.js')
 
 module.exports = {
@@ -47,7 +47,7 @@ module.exports = {
     if (events.objsFrom === 0 || nodes.length === 0) return
     const ends = events.native.runEnds(Uint32Array.from(nodes), 256 << 10)
     for (let run = 0; run < ends.length; run++) {
-      if (run > 0) await new Promise((resolve) => setImmediate(resolve))
+      if (run > 0) await nextTurn()
       derived.upTo(ends[run])
     }
   },

@@ -6,9 +6,9 @@
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
 use crate::json::seq_of_text;
-use crate::scan::{array_items, key_is, member, object_members, string_is};
+use crate::scan::{array_items, key_is, member, object_members, string_is, string_value};
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// A validated `surfaceOp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,11 +24,9 @@ pub enum Plan {
     Untouched,
     /// Push `seq`.
     Append { seq: u64 },
-    /// Splice `nodes[start_idx..=end_idx]` into `seq`.
+    /// The replacement, at surface positions `start_idx..=end_idx`.
     Replace {
-        seq: u64,
-        start: u64,
-        end: u64,
+        r: Replacement,
         start_idx: usize,
         end_idx: usize,
     },
@@ -36,15 +34,19 @@ pub enum Plan {
 
 impl Plan {
     pub fn op(&self) -> Option<SurfaceOp> {
-        match *self {
+        match self {
             Plan::Untouched => None,
             Plan::Append { .. } => Some(SurfaceOp::Append),
-            Plan::Replace { start, end, .. } => Some(SurfaceOp::Replace { start, end }),
+            Plan::Replace { r, .. } => Some(SurfaceOp::Replace {
+                start: r.start,
+                end: r.end,
+            }),
         }
     }
 }
 
-/// One committed replacement, as `foldSurface` reports it.
+/// One replacement: node `seq` in place of nodes `start..=end`, which are
+/// `shadowed` (as `foldSurface` reports it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replacement {
     pub seq: u64,
@@ -66,7 +68,7 @@ pub struct Replacement {
 pub struct Surface {
     slots: Vec<u64>,
     live: Fenwick,
-    slot_of: HashMap<u64, usize, SeqHash>,
+    slot_of: HashMap<u64, usize, BuildHasherDefault<SeqHasher>>,
     dead: usize,
     generation: u64,
 }
@@ -81,30 +83,20 @@ struct Fenwick {
 }
 
 impl Fenwick {
-    /// A tree over `n` entries, all 1.
+    /// A tree over `n` entries, all 1: node `i` sums the lowest set bit of
+    /// `i` entries.
     fn ones(n: usize) -> Fenwick {
-        let mut tree = vec![1u32; n];
-        for i in 1..=n {
-            let parent = i + (i & i.wrapping_neg());
-            if parent <= n {
-                tree[parent - 1] += tree[i - 1];
-            }
-        }
+        let tree = (1..=n).map(|i| (i & i.wrapping_neg()) as u32).collect();
         Fenwick { tree }
     }
 
     /// Append an entry of 1.
     fn push_one(&mut self) {
         let i = self.tree.len() + 1;
+        // Node `i` sums entries `low..i` (0-based): the new 1 and those before it.
         let low = i - (i & i.wrapping_neg());
-        // The new node covers entries low+1..=i: itself plus the nodes below it.
-        let mut sum = 1;
-        let mut j = i - 1;
-        while j > low {
-            sum += self.tree[j - 1];
-            j -= j & j.wrapping_neg();
-        }
-        self.tree.push(sum);
+        let sum = 1 + self.prefix(i - 1) - self.prefix(low);
+        self.tree.push(sum as u32);
     }
 
     /// Entry `at` (0-based) goes from 1 to 0.
@@ -130,16 +122,6 @@ impl Fenwick {
 
 /// A multiplicative hash for seqs (small, unique integers).
 #[derive(Debug, Clone, Copy, Default)]
-struct SeqHash;
-
-impl BuildHasher for SeqHash {
-    type Hasher = SeqHasher;
-    fn build_hasher(&self) -> SeqHasher {
-        SeqHasher(0)
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
 struct SeqHasher(u64);
 
 impl Hasher for SeqHasher {
@@ -148,7 +130,7 @@ impl Hasher for SeqHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
         }
     }
     fn write_u64(&mut self, n: u64) {
@@ -180,40 +162,34 @@ impl<'a> Candidate<'a> {
     }
 }
 
+/// A refusal of the surface rules.
+fn refuse<T>(message: impl Into<String>) -> CoreResult<T> {
+    Err(CoreError::new(Code::Surface, message))
+}
+
 fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
     let ty = c.ty;
     if !c.kind.is_surface_eligible() {
-        if c.surface_op.is_some() {
-            return Err(CoreError::new(
-                Code::Surface,
-                format!(
-                    "session event \"{ty}\" is not surface-eligible and cannot carry surfaceOp"
-                ),
-            ));
-        }
-        if c.source_event_seqs.is_some() {
-            return Err(CoreError::new(
-                Code::Surface,
-                format!(
-                "session event \"{ty}\" is not surface-eligible and cannot carry sourceEventSeqs"
-            ),
-            ));
-        }
-        return Ok(None);
+        let carried = match (c.surface_op, c.source_event_seqs) {
+            (None, None) => return Ok(None),
+            (Some(_), _) => "surfaceOp",
+            (None, Some(_)) => "sourceEventSeqs",
+        };
+        return refuse(format!(
+            "session event \"{ty}\" is not surface-eligible and cannot carry {carried}"
+        ));
     }
     let Some(op) = c.surface_op else {
-        return Err(CoreError::new(
-            Code::Surface,
-            format!("session event \"{ty}\" is surface-eligible and requires a surfaceOp marker"),
+        return refuse(format!(
+            "session event \"{ty}\" is surface-eligible and requires a surfaceOp marker"
         ));
     };
     if string_is(op, "append") {
         return Ok(Some(SurfaceOp::Append));
     }
     let Some(members) = object_members(op) else {
-        return Err(CoreError::new(
-            Code::Surface,
-            format!("session event \"{ty}\" carries an invalid surfaceOp"),
+        return refuse(format!(
+            "session event \"{ty}\" carries an invalid surfaceOp"
         ));
     };
     // Exactly `op`, `start` and `end` (the last of a repeated key counts,
@@ -229,60 +205,45 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
         (Some(o), Some(start), Some(end)) if only_these && string_is(o, "replace") => {
             Ok(Some(SurfaceOp::Replace { start, end }))
         }
-        _ => Err(CoreError::new(
-            Code::Surface,
-            format!("session event \"{ty}\" carries an invalid replace surfaceOp"),
+        _ => refuse(format!(
+            "session event \"{ty}\" carries an invalid replace surfaceOp"
         )),
     }
 }
 
 fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
-    // Sorted copy: duplicates are neighbours and membership is a binary search.
-    let mut sources: Vec<u64> = Vec::new();
+    // Sorted: duplicates are neighbours and membership is a binary search.
+    let mut sources = Vec::new();
     if let Some(raw) = c.source_event_seqs {
         let Some(items) = array_items(raw) else {
-            return Err(CoreError::new(
-                Code::Surface,
-                format!(
-                    "sourceEventSeqs on event at seq {} must be an array when present",
-                    c.seq
-                ),
+            return refuse(format!(
+                "sourceEventSeqs on event at seq {} must be an array when present",
+                c.seq
             ));
         };
         if items.is_empty() && c.kind != Kind::AssistantMessage {
-            return Err(CoreError::new(
-                Code::Surface,
-                "sourceEventSeqs must not be empty except on assistant/message",
+            return refuse("sourceEventSeqs must not be empty except on assistant/message");
+        }
+        let Some(seqs) = items
+            .into_iter()
+            .map(seq_of_text)
+            .collect::<Option<Vec<_>>>()
+        else {
+            return refuse(format!(
+                "session event \"{}\" sourceEventSeqs must densely contain non-negative safe integers",
+                c.ty
             ));
-        }
-        let mut not_earlier = None;
-        sources.reserve(items.len());
-        for item in items {
-            let Some(s) = seq_of_text(item) else {
-                return Err(CoreError::new(Code::Surface, format!(
-                    "session event \"{}\" sourceEventSeqs must densely contain non-negative safe integers",
-                    c.ty
-                )));
-            };
-            sources.push(s);
-            if not_earlier.is_none() && s >= c.seq {
-                not_earlier = Some(s);
-            }
-        }
+        };
+        sources = seqs;
+        let not_earlier = sources.iter().find(|&&s| s >= c.seq).copied();
         sources.sort_unstable();
         if sources.windows(2).any(|w| w[0] == w[1]) {
-            return Err(CoreError::new(
-                Code::Surface,
-                "sourceEventSeqs must not contain duplicates",
-            ));
+            return refuse("sourceEventSeqs must not contain duplicates");
         }
         if let Some(s) = not_earlier {
-            return Err(CoreError::new(
-                Code::Surface,
-                format!(
-                    "sourceEventSeqs must reference earlier events: {s} >= current seq {}",
-                    c.seq
-                ),
+            return refuse(format!(
+                "sourceEventSeqs must reference earlier events: {s} >= current seq {}",
+                c.seq
             ));
         }
     }
@@ -292,62 +253,18 @@ fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
         .map(u64::to_string)
         .collect();
     if !missing.is_empty() {
-        return Err(CoreError::new(
-            Code::Surface,
-            format!(
+        return refuse(format!(
             "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
             missing.join(", ")
-        ),
         ));
     }
     Ok(())
 }
 
 impl Surface {
-    pub fn new() -> Surface {
-        Surface::default()
-    }
-
     /// Model-visible seqs, in order.
     pub fn nodes(&self) -> Vec<u64> {
         self.slots.iter().copied().filter(|&s| s != DEAD).collect()
-    }
-
-    /// How many nodes the surface has.
-    pub fn len(&self) -> usize {
-        self.slot_of.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.slot_of.is_empty()
-    }
-
-    /// The live nodes in slots `from..=to`, in order.
-    fn range(&self, from: usize, to: usize) -> Vec<u64> {
-        self.slots[from..=to]
-            .iter()
-            .copied()
-            .filter(|&s| s != DEAD)
-            .collect()
-    }
-
-    fn push(&mut self, seq: u64) {
-        self.slot_of.insert(seq, self.slots.len());
-        self.slots.push(seq);
-        self.live.push_one();
-    }
-
-    /// Drop the dead slots once they outnumber the live ones.
-    fn compact(&mut self) {
-        if self.dead <= self.slot_of.len().max(64) {
-            return;
-        }
-        self.slots.retain(|&s| s != DEAD);
-        self.live = Fenwick::ones(self.slots.len());
-        for (slot, &seq) in self.slots.iter().enumerate() {
-            self.slot_of.insert(seq, slot);
-        }
-        self.dead = 0;
     }
 
     /// How many replacements have been committed.
@@ -357,156 +274,133 @@ impl Surface {
 
     /// Validate one event against the current state without changing it.
     pub fn plan(&self, c: &Candidate) -> CoreResult<Plan> {
-        match parse_op(c)? {
-            None => Ok(Plan::Untouched),
-            Some(SurfaceOp::Append) => {
-                check_sources(c, &[])?;
-                Ok(Plan::Append { seq: c.seq })
-            }
-            Some(SurfaceOp::Replace { start, end }) => {
-                let start_idx = self.position(start).ok_or_else(|| {
-                    CoreError::new(
-                        Code::Surface,
-                        format!("surface replace: start seq {start} not found in surface"),
-                    )
-                })?;
-                let end_idx = self.position(end).ok_or_else(|| {
-                    CoreError::new(
-                        Code::Surface,
-                        format!("surface replace: end seq {end} not found in surface"),
-                    )
-                })?;
-                if start_idx > end_idx {
-                    return Err(CoreError::new(Code::Surface, format!(
-                        "surface replace: start seq {start} (index {start_idx}) is after end seq {end} (index {end_idx})"
-                    )));
-                }
-                let shadowed = self.range(self.slot_of[&start], self.slot_of[&end]);
-                check_sources(c, &shadowed)?;
-                Ok(Plan::Replace {
-                    seq: c.seq,
-                    start,
-                    end,
-                    start_idx,
-                    end_idx,
-                })
-            }
+        let plan = self.plan_op(c.seq, parse_op(c)?)?;
+        // An event with no op has no sources either (`parse_op`).
+        let shadowed = match &plan {
+            Plan::Replace { r, .. } => &r.shadowed[..],
+            _ => &[],
+        };
+        check_sources(c, shadowed)?;
+        Ok(plan)
+    }
+
+    /// The plan of event `seq`'s `op`, its sources unchecked (`plan` checks
+    /// them; a fork replays ops a valid log holds).
+    pub fn plan_op(&self, seq: u64, op: Option<SurfaceOp>) -> CoreResult<Plan> {
+        let (start, end) = match op {
+            None => return Ok(Plan::Untouched),
+            Some(SurfaceOp::Append) => return Ok(Plan::Append { seq }),
+            Some(SurfaceOp::Replace { start, end }) => (start, end),
+        };
+        let slot = |s: u64, which: &str| match self.slot_of.get(&s) {
+            Some(&slot) => Ok(slot),
+            None => refuse(format!(
+                "surface replace: {which} seq {s} not found in surface"
+            )),
+        };
+        let (first, last) = (slot(start, "start")?, slot(end, "end")?);
+        // Where each end is on the surface: the live slots before it.
+        let (start_idx, end_idx) = (self.live.prefix(first), self.live.prefix(last));
+        if first > last {
+            return refuse(format!(
+                "surface replace: start seq {start} (index {start_idx}) is after end seq {end} (index {end_idx})"
+            ));
         }
+        let shadowed = self.slots[first..=last]
+            .iter()
+            .copied()
+            .filter(|&s| s != DEAD)
+            .collect();
+        Ok(Plan::Replace {
+            r: Replacement {
+                seq,
+                start,
+                end,
+                shadowed,
+            },
+            start_idx,
+            end_idx,
+        })
     }
 
     /// Apply a plan made against the current state; returns the replacement
     /// it committed, if any.
-    pub fn apply(&mut self, plan: &Plan) -> Option<Replacement> {
-        match *plan {
-            Plan::Untouched => None,
+    pub fn apply(&mut self, plan: Plan) -> Option<Replacement> {
+        let r = match plan {
+            Plan::Untouched => return None,
             Plan::Append { seq } => {
-                self.push(seq);
-                None
+                self.slot_of.insert(seq, self.slots.len());
+                self.slots.push(seq);
+                self.live.push_one();
+                return None;
             }
-            Plan::Replace {
-                seq,
-                start,
-                end,
-                start_idx,
-                end_idx,
-            } => {
-                let (Some(&first), Some(&last)) =
-                    (self.slot_of.get(&start), self.slot_of.get(&end))
-                else {
-                    // A plan is made against this state: both ends are nodes.
-                    debug_assert!(false, "replace plan of {start_idx}..={end_idx} is stale");
-                    return None;
-                };
-                let shadowed = self.range(first, last);
-                for &s in &shadowed {
-                    self.slot_of.remove(&s);
-                }
-                for slot in first + 1..=last {
-                    if self.slots[slot] != DEAD {
-                        self.slots[slot] = DEAD;
-                        self.live.clear(slot);
-                        self.dead += 1;
-                    }
-                }
-                // The new node takes the first shadowed node's slot.
-                self.slots[first] = seq;
-                self.slot_of.insert(seq, first);
-                self.generation += 1;
-                self.compact();
-                Some(Replacement {
-                    seq,
-                    start,
-                    end,
-                    shadowed,
-                })
-            }
+            Plan::Replace { r, .. } => r,
+        };
+        // A plan is made against this state: the shadowed nodes are live.
+        let mut slots = r.shadowed.iter().filter_map(|s| self.slot_of.remove(s));
+        let first = slots.next()?;
+        for slot in slots {
+            self.slots[slot] = DEAD;
+            self.live.clear(slot);
+            self.dead += 1;
         }
-    }
-
-    /// The plan of an already validated op (a fork copying a valid log).
-    pub fn replay_plan(&self, seq: u64, op: Option<SurfaceOp>) -> CoreResult<Plan> {
-        match op {
-            None => Ok(Plan::Untouched),
-            Some(SurfaceOp::Append) => Ok(Plan::Append { seq }),
-            Some(SurfaceOp::Replace { start, end }) => {
-                match (self.position(start), self.position(end)) {
-                    (Some(start_idx), Some(end_idx)) if start_idx <= end_idx => Ok(Plan::Replace {
-                        seq,
-                        start,
-                        end,
-                        start_idx,
-                        end_idx,
-                    }),
-                    _ => Err(CoreError::new(
-                        Code::Surface,
-                        format!("surface replace: range {start}..{end} not found in surface"),
-                    )),
-                }
+        // The new node takes the first shadowed node's slot.
+        self.slots[first] = r.seq;
+        self.slot_of.insert(r.seq, first);
+        self.generation += 1;
+        // Drop the dead slots once they outnumber the live ones.
+        if self.dead > self.slot_of.len().max(64) {
+            self.slots.retain(|&s| s != DEAD);
+            self.live = Fenwick::ones(self.slots.len());
+            for (slot, &seq) in self.slots.iter().enumerate() {
+                self.slot_of.insert(seq, slot);
             }
+            self.dead = 0;
         }
-    }
-
-    /// Where `seq` is on the surface: the live slots before its slot.
-    fn position(&self, seq: u64) -> Option<usize> {
-        self.slot_of.get(&seq).map(|&slot| self.live.prefix(slot))
+        Some(r)
     }
 }
 
-/// The surface part of one event of a whole log, for `foldSurface`: its
-/// type, seq, and raw `surfaceOp` / `sourceEventSeqs` texts (see `Candidate`).
-pub struct FoldEvent<'a> {
-    pub ty: String,
-    pub seq: Option<u64>,
-    pub surface_op: Option<&'a str>,
-    pub source_event_seqs: Option<&'a str>,
-}
-
-/// `foldSurface(events)`: the surface and every replacement over a whole log.
-pub fn fold(events: &[FoldEvent]) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
-    let mut surface = Surface::new();
+/// `foldSurface(events)`, over the JSON array JS serialized of the caller's
+/// `{type, seq, surfaceOp?, sourceEventSeqs?}`: the surface and every
+/// replacement.
+pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
+    let rows = array_items(events)
+        .and_then(|items| {
+            items
+                .into_iter()
+                .map(object_members)
+                .collect::<Option<Vec<_>>>()
+        })
+        .ok_or_else(|| {
+            CoreError::new(
+                Code::InvalidArgument,
+                "foldSurface: events are not JSON objects",
+            )
+        })?;
+    let mut surface = Surface::default();
     let mut replacements = Vec::new();
-    for (index, e) in events.iter().enumerate() {
+    for (index, members) in rows.iter().enumerate() {
         let expected = index as u64;
-        if e.seq != Some(expected) {
-            let shown = e
-                .seq
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| "(not a seq)".into());
+        let seq = member(members, "seq").and_then(seq_of_text);
+        if seq != Some(expected) {
+            let shown = seq.map_or("(not a seq)".into(), |s| s.to_string());
             return Err(CoreError::new(
                 Code::NotContiguous,
                 format!("session event seq {shown} is not contiguous; expected {expected}"),
             ));
         }
+        let ty = member(members, "type")
+            .and_then(string_value)
+            .unwrap_or_default();
         let plan = surface.plan(&Candidate {
-            ty: &e.ty,
-            kind: Kind::of(&e.ty),
+            ty: &ty,
+            kind: Kind::of(&ty),
             seq: expected,
-            surface_op: e.surface_op,
-            source_event_seqs: e.source_event_seqs,
+            surface_op: member(members, "surfaceOp"),
+            source_event_seqs: member(members, "sourceEventSeqs"),
         })?;
-        if let Some(r) = surface.apply(&plan) {
-            replacements.push(r);
-        }
+        replacements.extend(surface.apply(plan));
     }
     Ok((surface.nodes(), replacements))
 }
@@ -530,7 +424,7 @@ mod tests {
             surface_op: op.as_deref(),
             source_event_seqs: src.as_deref(),
         })?;
-        s.apply(&plan);
+        s.apply(plan);
         Ok(())
     }
 
@@ -549,7 +443,7 @@ mod tests {
             (state % n as u64) as usize
         };
         for round in 0..40 {
-            let mut s = Surface::new();
+            let mut s = Surface::default();
             let mut model: Vec<u64> = Vec::new();
             for seq in 0..(200 + round as u64 * 20) {
                 if model.is_empty() || next(3) > 0 {
@@ -580,15 +474,15 @@ mod tests {
                     assert!(
                         matches!(plan, Plan::Replace { start_idx, end_idx, .. } if (start_idx, end_idx) == (i, j))
                     );
-                    let replaced = s.apply(&plan).map(|r| r.shadowed);
+                    let replaced = s.apply(plan).map(|r| r.shadowed);
                     assert_eq!(replaced, Some(shadowed));
                     model.splice(i..=j, [seq]);
                 }
-                assert_eq!(s.len(), model.len());
+                assert_eq!(s.slot_of.len(), model.len());
             }
             assert_eq!(s.nodes(), model);
             for (i, &n) in model.iter().enumerate() {
-                assert_eq!(s.position(n), Some(i));
+                assert_eq!(s.slot_of.get(&n).map(|&slot| s.live.prefix(slot)), Some(i));
             }
         }
     }
@@ -597,7 +491,7 @@ mod tests {
     fn single_node_trims_cost_the_same_on_a_long_surface() {
         // 40k trims on a 40k-node surface: each is O(log n), so this stays
         // well under a second even unoptimised (it was quadratic).
-        let mut s = Surface::new();
+        let mut s = Surface::default();
         let n = 40_000u64;
         for seq in 0..n {
             step(&mut s, "user/message", seq, json!("append"), None).unwrap();
@@ -620,7 +514,7 @@ mod tests {
 
     #[test]
     fn append_then_replace_splices_and_bumps_generation() {
-        let mut s = Surface::new();
+        let mut s = Surface::default();
         for seq in 0..4 {
             step(&mut s, "user/message", seq, json!("append"), None).unwrap();
         }
@@ -638,7 +532,7 @@ mod tests {
 
     #[test]
     fn rejected_events_leave_the_state_unchanged() {
-        let mut s = Surface::new();
+        let mut s = Surface::default();
         step(&mut s, "user/message", 0, json!("append"), None).unwrap();
         step(&mut s, "user/message", 1, json!("append"), None).unwrap();
         let r = step(
@@ -669,7 +563,7 @@ mod tests {
 
     #[test]
     fn marker_rules() {
-        let mut s = Surface::new();
+        let mut s = Surface::default();
         assert_eq!(
             msg(step(&mut s, "turn/start", 0, json!("append"), None)),
             "session event \"turn/start\" is not surface-eligible and cannot carry surfaceOp"
@@ -752,19 +646,15 @@ mod tests {
 
     #[test]
     fn fold_checks_contiguity() {
-        let e = |seq| FoldEvent {
-            ty: "x".into(),
-            seq: Some(seq),
-            surface_op: None,
-            source_event_seqs: None,
-        };
-        assert!(fold(&[e(0), e(1)]).is_ok());
+        let err = |events: &str| fold(events).err().map(|e| e.to_string());
+        assert_eq!(err(r#"[{"type":"x","seq":0},{"type":"x","seq":1}]"#), None);
         assert_eq!(
-            fold(&[e(0), e(2)])
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default(),
+            err(r#"[{"type":"x","seq":0},{"type":"x","seq":2}]"#).unwrap_or_default(),
             "session event seq 2 is not contiguous; expected 1"
+        );
+        assert_eq!(
+            err(r#"[{"type":"x","seq":0},1]"#).unwrap_or_default(),
+            "foldSurface: events are not JSON objects"
         );
     }
 }

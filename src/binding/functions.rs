@@ -6,7 +6,7 @@ use crate::event::{is_surface_eligible_type, Kind};
 use crate::json::seq_of_text;
 use crate::repair::{closers, ScanEvent};
 use crate::scan::{array_items, member, object_members, string_value};
-use crate::surface::{fold, FoldEvent};
+use crate::surface::fold;
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
@@ -22,26 +22,7 @@ pub fn is_surface_eligible_type_js(env: Env, ty: String) -> Result<bool> {
 #[napi(js_name = "foldSurfaceJson")]
 pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
     call(&env, || {
-        let bad = || {
-            CoreError::new(
-                Code::InvalidArgument,
-                "foldSurface: events are not JSON objects",
-            )
-        };
-        let rows = array_items(&rows).ok_or_else(bad)?;
-        let mut events = Vec::with_capacity(rows.len());
-        for row in rows {
-            let members = object_members(row).ok_or_else(bad)?;
-            events.push(FoldEvent {
-                ty: member(&members, "type")
-                    .and_then(string_value)
-                    .unwrap_or_default(),
-                seq: member(&members, "seq").and_then(seq_of_text),
-                surface_op: member(&members, "surfaceOp"),
-                source_event_seqs: member(&members, "sourceEventSeqs"),
-            });
-        }
-        let (nodes, replacements) = fold(&events)?;
+        let (nodes, replacements) = fold(&rows)?;
         let replacements: Vec<Value> = replacements
             .into_iter()
             .map(|r| json!({"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": r.shadowed}))

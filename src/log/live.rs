@@ -61,6 +61,6 @@ impl Log {
     /// Commit a prepared append. The caller guarantees nothing was committed
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
-        self.apply(&p.plan, p.header);
+        self.apply(p.plan, p.header);
     }
 }

@@ -127,12 +127,7 @@ impl Prepared {
             Plan::Append { .. } => 1,
             Plan::Replace { .. } => 2,
         };
-        surface
-            | if self.header.is_some() {
-                EFFECT_HEADER
-            } else {
-                0
-            }
+        surface | (EFFECT_HEADER * u32::from(self.header.is_some()))
     }
 }
 
@@ -160,7 +155,7 @@ impl Log {
             header,
             metas: metas::Metas::default(),
             texts: Arc::default(),
-            surface: Surface::new(),
+            surface: Surface::default(),
             last_replace: (0, 0),
             request_header: None,
             last_boundary: None,
@@ -253,10 +248,10 @@ impl Log {
     }
 
     /// Apply a validated surface plan and header fold step.
-    fn apply(&mut self, plan: &Plan, header: Option<u64>) {
+    fn apply(&mut self, plan: Plan, header: Option<u64>) {
         if let Plan::Replace {
             start_idx, end_idx, ..
-        } = *plan
+        } = plan
         {
             self.last_replace = (start_idx, end_idx);
         }
@@ -264,25 +259,6 @@ impl Log {
         if header.is_some() {
             self.request_header = header;
         }
-    }
-
-    /// Record an event's text and meta (its surface effect already applied).
-    fn record(&mut self, meta: EventMeta, text: &str) {
-        self.note_meta(meta);
-        self.texts_mut().push(text);
-    }
-
-    /// Record an event whose text is already in the text buffer.
-    fn record_span(&mut self, meta: EventMeta, start: usize, end: usize) {
-        self.note_meta(meta);
-        self.texts_mut().push_span(start, end);
-    }
-
-    fn note_meta(&mut self, meta: EventMeta) {
-        if matches!(meta.kind, Kind::TurnStart | Kind::TurnEnd) {
-            self.last_boundary = Some(self.metas.len());
-        }
-        self.metas.push(meta);
     }
 
     /// Check one already-read event against every seed rule that needs the
@@ -308,16 +284,19 @@ impl Log {
         let plan = self.surface.plan(&Candidate::of(&e)).map_err(|err| {
             Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
         })?;
-        let header = header_seq(e.kind, e.seq);
-        let meta = EventMeta {
+        if matches!(e.kind, Kind::TurnStart | Kind::TurnEnd) {
+            self.last_boundary = Some(self.metas.len());
+        }
+        self.metas.push(EventMeta {
             kind: e.kind,
             time: e.time,
             op: plan.op(),
-        };
-        self.apply(&plan, header);
+        });
+        self.apply(plan, header_seq(e.kind, e.seq));
+        let texts = self.texts_mut();
         match text {
-            TextRef::Copy(t) => self.record(meta, t),
-            TextRef::Span(start, end) => self.record_span(meta, start, end),
+            TextRef::Copy(t) => texts.push(t),
+            TextRef::Span(start, end) => texts.push_span(start, end),
         }
         Ok(())
     }
@@ -347,8 +326,8 @@ impl Log {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
             })?;
-            let plan = log.surface.replay_plan(i as u64, meta.op)?;
-            log.apply(&plan, header_seq(meta.kind, i as u64));
+            let plan = log.surface.plan_op(i as u64, meta.op)?;
+            log.apply(plan, header_seq(meta.kind, i as u64));
         }
         Ok(())
     }

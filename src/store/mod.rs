@@ -1034,7 +1034,7 @@ fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surfa
                 )
             })
         })?;
-        next.apply(&plan);
+        next.apply(plan);
     }
     Ok(next)
 }
@@ -1102,7 +1102,7 @@ impl<B: Backend> SessionStore for Store<B> {
             *none = Some(loaded.log.surface_at(loaded.stored)?);
         }
         let (next_seq, surface) = match &t.known {
-            Known::Intent => (0, check_surface(&key.id, &Surface::new(), &batch)?),
+            Known::Intent => (0, check_surface(&key.id, &Surface::default(), &batch)?),
             Known::Stored {
                 next_seq,
                 surface: Some(s),

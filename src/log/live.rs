@@ -2,7 +2,7 @@
 //! The event itself stays with the JS session; the log keeps its surface
 //! and header effects.
 
-use super::{header_seq, Log, Prepared};
+use super::{Log, Prepared};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, Kind};
 use crate::scan::{member, object_members};
@@ -54,13 +54,12 @@ impl Log {
             surface_op: member(&members, "surfaceOp"),
             source_event_seqs: member(&members, "sourceEventSeqs"),
         })?;
-        let header = header_seq(kind, seq);
-        Ok(Prepared { plan, header })
+        Ok(Prepared { plan, kind, seq })
     }
 
     /// Commit a prepared append. The caller guarantees nothing was committed
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
-        self.apply(p.plan, p.header);
+        self.apply(p.plan, p.kind, p.seq);
     }
 }

@@ -88,12 +88,9 @@ impl Metas {
         let end = end.min(self.len());
         (0..end).filter(|&i| self.ops[i] != OpTag::None || self.kinds[i] == Kind::RequestHeader)
     }
-    /// The last of the first `end` events that is a `turn/start` or `turn/end`.
-    pub fn last_boundary(&self, end: usize) -> Option<usize> {
-        let end = end.min(self.len());
-        self.kinds[..end]
-            .iter()
-            .rposition(|k| matches!(k, Kind::TurnStart | Kind::TurnEnd))
+    /// The last event that is a `turn/start` or `turn/end`.
+    pub fn last_boundary(&self) -> Option<usize> {
+        (self.kinds.iter()).rposition(|k| matches!(k, Kind::TurnStart | Kind::TurnEnd))
     }
 }
 

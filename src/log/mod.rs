@@ -38,12 +38,6 @@ enum TextRef<'a> {
     Span(usize, usize),
 }
 
-/// `seq` when the event is a `request/header` (the header fold's input:
-/// the fold keeps the latest one's seq; JS builds the canonical header).
-fn header_seq(kind: Kind, seq: u64) -> Option<u64> {
-    (kind == Kind::RequestHeader).then_some(seq)
-}
-
 /// Whose fork a boundary is checked for: `Session.fork` (a boundary that
 /// is not a `turn/end` is `INVALID_BOUNDARY`) or the Cordis service's
 /// (SPEC 12.6: `OPEN_TURN`, naming the event's type).
@@ -108,26 +102,29 @@ pub struct EventMeta {
     pub op: Option<SurfaceOp>,
 }
 
-/// A validated, not yet committed live append.
+/// A validated, not yet committed live append of event `seq`.
 #[derive(Debug)]
 pub struct Prepared {
     plan: Plan,
-    header: Option<u64>,
+    kind: Kind,
+    seq: u64,
 }
 
-/// `Prepared::effect` bit: the event is the new latest `request/header`.
-pub const EFFECT_HEADER: u32 = 4;
-
 impl Prepared {
-    /// The surface effect (0: untouched, 1: appended, 2: replaced), plus
-    /// `EFFECT_HEADER` when the event moves the header fold.
+    /// The surface effect (0: untouched, 1: appended, 2: replaced), plus 4
+    /// (JS's `EFFECT_HEADER`) when the event moves the header fold.
     pub fn effect(&self) -> u32 {
         let surface = match self.plan {
             Plan::Untouched => 0,
             Plan::Append { .. } => 1,
             Plan::Replace { .. } => 2,
         };
-        surface | (EFFECT_HEADER * u32::from(self.header.is_some()))
+        surface
+            | if self.kind == Kind::RequestHeader {
+                4
+            } else {
+                0
+            }
     }
 }
 
@@ -143,10 +140,9 @@ pub struct Log {
     pub(crate) texts: Arc<Texts>,
     pub(crate) surface: Surface,
     pub(crate) last_replace: (usize, usize),
-    /// Seq of the latest `request/header` (the header fold).
+    /// Seq of the latest `request/header` (the header fold; JS builds the
+    /// canonical header).
     pub(crate) request_header: Option<u64>,
-    /// Index of the last `turn/start` or `turn/end`.
-    pub(crate) last_boundary: Option<usize>,
 }
 
 impl Log {
@@ -158,7 +154,6 @@ impl Log {
             surface: Surface::default(),
             last_replace: (0, 0),
             request_header: None,
-            last_boundary: None,
         }
     }
 
@@ -247,8 +242,8 @@ impl Log {
         self.request_header
     }
 
-    /// Apply a validated surface plan and header fold step.
-    fn apply(&mut self, plan: Plan, header: Option<u64>) {
+    /// Commit event `seq`'s validated surface plan and header fold step.
+    fn apply(&mut self, plan: Plan, kind: Kind, seq: u64) {
         if let Plan::Replace {
             start_idx, end_idx, ..
         } = plan
@@ -256,8 +251,8 @@ impl Log {
             self.last_replace = (start_idx, end_idx);
         }
         self.surface.apply(plan);
-        if header.is_some() {
-            self.request_header = header;
+        if kind == Kind::RequestHeader {
+            self.request_header = Some(seq);
         }
     }
 
@@ -284,15 +279,12 @@ impl Log {
         let plan = self.surface.plan(&Candidate::of(&e)).map_err(|err| {
             Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
         })?;
-        if matches!(e.kind, Kind::TurnStart | Kind::TurnEnd) {
-            self.last_boundary = Some(self.metas.len());
-        }
         self.metas.push(EventMeta {
             kind: e.kind,
             time: e.time,
             op: plan.op(),
         });
-        self.apply(plan, header_seq(e.kind, e.seq));
+        self.apply(plan, e.kind, e.seq);
         let texts = self.texts_mut();
         match text {
             TextRef::Copy(t) => texts.push(t),
@@ -314,41 +306,39 @@ impl Log {
     /// The surface of events `0..end` alone (live appends after the texts,
     /// and anything past `end`, left out).
     pub fn surface_at(&self, end: usize) -> CoreResult<Surface> {
-        let mut log = Log::new(self.header.clone());
-        self.replay_effects(end.min(self.len()), &mut log)?;
-        Ok(log.surface)
+        Ok(self.replayed(end, self.header.clone())?.surface)
     }
 
-    /// Replay in the empty `log` the surface ops and header fold of events
-    /// `0..end` (those that have any; no text is read).
-    fn replay_effects(&self, end: usize, log: &mut Log) -> CoreResult<()> {
+    /// A log under `header` with the surface and header fold of events
+    /// `0..end`, replayed from the ops kept here (no text is read).
+    fn replayed(&self, end: usize, header: SessionHeader) -> CoreResult<Log> {
+        let mut log = Log::new(header);
         for i in self.metas.effects(end) {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
             })?;
             let plan = log.surface.plan_op(i as u64, meta.op)?;
-            log.apply(plan, header_seq(meta.kind, i as u64));
+            log.apply(plan, meta.kind, i as u64);
         }
-        Ok(())
+        Ok(log)
     }
 
     /// A new log under `child` holding this log's events `0..end` (at most
     /// `len()`): their texts (shared, when all of them), kinds and times, and
-    /// the surface and header fold replayed from the surface ops kept here.
-    /// The caller checked the boundary (`Session.fork`); a live session then
-    /// replays its own appends after `end` into the child.
+    /// the surface and header fold replayed. The caller checked the boundary
+    /// (`Session.fork`); a live session then replays its own appends after
+    /// `end` into the child.
     pub fn fork_prefix(&self, end: usize, child: SessionHeader) -> CoreResult<Log> {
         let end = end.min(self.len());
-        let mut log = Log::new(child);
-        self.replay_effects(end, &mut log)?;
-        log.metas = self.metas.prefix(end);
-        log.last_boundary = self.metas.last_boundary(end);
-        log.texts = if end == self.texts.len() {
-            self.texts.clone()
-        } else {
-            Arc::new(self.texts.prefix(end)?)
-        };
-        Ok(log)
+        Ok(Log {
+            metas: self.metas.prefix(end),
+            texts: if end == self.texts.len() {
+                self.texts.clone()
+            } else {
+                Arc::new(self.texts.prefix(end)?)
+            },
+            ..self.replayed(end, child)?
+        })
     }
 }
 
@@ -634,7 +624,11 @@ mod tests {
                 want.request_header_seq(),
                 "{end}"
             );
-            assert_eq!(fork.last_boundary, want.last_boundary, "{end}");
+            assert_eq!(
+                fork.metas.last_boundary(),
+                want.metas.last_boundary(),
+                "{end}"
+            );
             assert_eq!(fork.last_replace(), want.last_replace(), "{end}");
             for i in 0..end {
                 let (a, b) = (fork.metas.get(i), want.metas.get(i));

@@ -79,7 +79,7 @@ impl Log {
 
     /// The section-8 closers for this log.
     pub fn closers(&self) -> CoreResult<Vec<String>> {
-        let from = self.last_boundary.unwrap_or(0);
+        let from = self.metas.last_boundary().unwrap_or(0);
         let mut datas = Vec::with_capacity(self.texts.len().saturating_sub(from));
         for i in from..self.texts.len() {
             let meta = self.metas.get(i).ok_or_else(|| {

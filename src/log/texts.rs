@@ -5,20 +5,13 @@ use crate::executor::{self, Task};
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 
-fn missing(k: usize) -> CoreError {
-    CoreError::new(
-        Code::Internal,
-        format!("block {k} of event texts is missing"),
-    )
-}
-
 fn missing_text(i: usize) -> CoreError {
     CoreError::new(Code::Internal, format!("the text of event {i} is missing"))
 }
 
 /// One block of texts, one after another.
 #[derive(Debug, Clone)]
-enum Block {
+pub(super) enum Block {
     /// Texts as they are: the open block (the last one, which takes
     /// pushes), or a full one waiting for the compressor.
     Raw(String),
@@ -36,25 +29,6 @@ enum Block {
 /// What the compressor gives back: for each block it took (by index), the
 /// pieces (base, block) that replace it.
 type Compressed = Vec<(usize, Vec<(usize, Block)>)>;
-
-impl Block {
-    /// This block's texts, opened: decompressed.
-    /// A block that does not open is a bug (its bytes never leave this
-    /// struct): `INTERNAL`.
-    fn expand(&self) -> CoreResult<String> {
-        let broken =
-            |what: &str| CoreError::new(Code::Internal, format!("a block of event texts {what}"));
-        match self {
-            Block::Raw(text) | Block::Kept(text) => Ok(text.clone()),
-            Block::Shared(text) => Ok(text.to_string()),
-            Block::Lz4 { len, bytes } => {
-                let raw = lz4_flex::block::decompress(bytes, *len)
-                    .map_err(|e| broken(&format!("does not decompress: {e}")))?;
-                String::from_utf8(raw).map_err(|_| broken("decompresses to invalid UTF-8"))
-            }
-        }
-    }
-}
 
 /// Every event's JSON text, in blocks of about `BLOCK` bytes (no allocation
 /// per event). A block is never reallocated once texts live in it, so an
@@ -81,15 +55,14 @@ pub struct Texts {
 }
 
 impl Clone for Texts {
+    /// The texts; not the compression under way, nor the opened block.
     fn clone(&self) -> Texts {
         Texts {
             blocks: self.blocks.clone(),
             bases: self.bases.clone(),
             spans: self.spans.clone(),
             compress_on_seal: self.compress_on_seal,
-            compressing: None,
-            idle: false,
-            recent: Mutex::new(None),
+            ..Texts::default()
         }
     }
 }
@@ -152,40 +125,43 @@ impl Texts {
     /// Block `k` as text (opened if compressed). A block that does not
     /// decompress is a bug (its bytes never leave this struct): `INTERNAL`.
     fn open(&self, k: usize) -> CoreResult<Text<'_>> {
-        match self.blocks.get(k) {
-            None => Err(missing(k)),
-            Some(Block::Raw(text)) | Some(Block::Kept(text)) => Ok(Text::Borrowed(text)),
-            Some(Block::Shared(text)) => Ok(Text::Borrowed(text)),
-            Some(block) => {
-                let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some((j, block)) = recent.as_ref() {
-                    if *j == k {
-                        return Ok(Text::Opened(block.clone(), 0, block.len()));
-                    }
-                }
-                let block = Arc::new(block.expand()?);
-                *recent = Some((k, block.clone()));
-                let end = block.len();
-                Ok(Text::Opened(block, 0, end))
+        let (len, bytes) = match self.blocks.get(k) {
+            None => {
+                let missing = format!("block {k} of event texts is missing");
+                return Err(CoreError::new(Code::Internal, missing));
             }
-        }
+            Some(Block::Raw(text)) | Some(Block::Kept(text)) => return Ok(Text::Borrowed(text)),
+            Some(Block::Shared(text)) => return Ok(Text::Borrowed(text)),
+            Some(Block::Lz4 { len, bytes }) => (*len, bytes),
+        };
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        let block = match recent.as_ref() {
+            Some((j, block)) if *j == k => block.clone(),
+            _ => {
+                let broken = |what: String| {
+                    CoreError::new(Code::Internal, format!("a block of event texts {what}"))
+                };
+                let raw = lz4_flex::block::decompress(bytes, len)
+                    .map_err(|e| broken(format!("does not decompress: {e}")))?;
+                let text = String::from_utf8(raw)
+                    .map_err(|_| broken("decompresses to invalid UTF-8".into()))?;
+                let block = Arc::new(text);
+                *recent = Some((k, block.clone()));
+                block
+            }
+        };
+        Ok(Text::Opened(block, 0, len))
     }
     /// The text of event `i`.
     pub fn get(&self, i: usize) -> CoreResult<Text<'_>> {
         let &(s, e) = self.spans.get(i).ok_or_else(|| missing_text(i))?;
         let (k, base) = self.block_of(s).ok_or_else(|| missing_text(i))?;
-        let block = self.open(k)?;
         let (s, e) = (s - base, e - base);
-        match block {
-            Text::Borrowed(text) => text
-                .get(s..e)
-                .map(Text::Borrowed)
-                .ok_or_else(|| missing_text(i)),
-            Text::Opened(block, ..) => {
-                block.get(s..e).ok_or_else(|| missing_text(i))?;
-                Ok(Text::Opened(block, s, e))
-            }
+        let text = self.open(k)?;
+        if text.get(s..e).is_none() {
+            return Err(missing_text(i));
         }
+        Ok(text.narrow_to(s, e))
     }
     /// Call `f` with each of texts `from..to` in order, opening each block
     /// once; the first text that cannot be read stops it (`INTERNAL`).
@@ -221,9 +197,7 @@ impl Texts {
             bases: self.bases[..k].to_vec(),
             spans: self.spans[..first].to_vec(),
             compress_on_seal: self.compress_on_seal,
-            compressing: None,
-            idle: false,
-            recent: Mutex::new(None),
+            ..Texts::default()
         };
         texts.spans.reserve(end.saturating_sub(first));
         self.visit(first, end, |_, text| texts.push(text))?;
@@ -271,13 +245,8 @@ impl Texts {
     }
     /// Compress full block `k` here and now (see `compress_on_seal`).
     fn seal(&mut self, k: usize) {
-        let Some(Block::Raw(text)) = self.blocks.get_mut(k) else {
-            return;
-        };
-        let text = std::mem::take(text);
-        let mut pieces = pieces(self.bases[k], &text, &[0, text.len()]);
-        if let Some((_, block)) = pieces.pop() {
-            self.blocks[k] = block;
+        if let Some(Block::Raw(text)) = self.blocks.get(k) {
+            self.blocks[k] = compressed(text);
         }
     }
     pub fn push(&mut self, text: &str) {
@@ -310,8 +279,8 @@ impl Texts {
                     self.blocks.push(Block::Shared(Arc::new(text)));
                 }
                 // Nor does an empty text taken compressed.
-                Taken::Compressed(Pieces { len: 0, .. }) => {}
-                Taken::Compressed(Pieces { len, pieces }) => {
+                Taken::Compressed { len: 0, .. } => {}
+                Taken::Compressed { len, pieces } => {
                     for (b, block) in pieces {
                         self.bases.push(b);
                         self.blocks.push(block);
@@ -350,7 +319,15 @@ impl Texts {
                 Some(Err(_)) => {}
             }
         }
-        let waiting = self.waiting();
+        // Shared blocks wait, and full raw ones (the last is open).
+        let open = self.blocks.len().saturating_sub(1);
+        let waiting: Vec<usize> = (0..self.blocks.len())
+            .filter(|&k| match self.blocks[k] {
+                Block::Shared(_) => true,
+                Block::Raw(_) => k < open,
+                _ => false,
+            })
+            .collect();
         let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
         if waiting.is_empty() || bytes < min_bytes {
             // Only a push (which a built log never takes) makes more wait.
@@ -360,8 +337,7 @@ impl Texts {
         let mut work = Vec::with_capacity(waiting.len());
         for k in waiting {
             if let Block::Raw(text) = &mut self.blocks[k] {
-                let text = std::mem::take(text);
-                self.blocks[k] = Block::Shared(Arc::new(text));
+                self.blocks[k] = Block::Shared(Arc::new(std::mem::take(text)));
             }
             if let Block::Shared(text) = &self.blocks[k] {
                 let base = self.bases[k];
@@ -377,19 +353,6 @@ impl Texts {
         // a later call hands them over again.
         self.compressing = executor::start(compress).ok();
         false
-    }
-
-    /// The blocks waiting for the compressor: full raw ones (the last is
-    /// open) and shared ones.
-    fn waiting(&self) -> Vec<usize> {
-        let open = self.blocks.len().saturating_sub(1);
-        (0..self.blocks.len())
-            .filter(|&k| match self.blocks[k] {
-                Block::Shared(_) => true,
-                Block::Raw(_) => k < open,
-                _ => false,
-            })
-            .collect()
     }
 
     /// Put what the compressor gave back in place of the blocks it took.
@@ -434,9 +397,6 @@ impl Texts {
     pub(super) fn push_span(&mut self, start: usize, end: usize) {
         self.spans.push((start, end));
     }
-    pub fn iter(&self) -> impl Iterator<Item = Text<'_>> + '_ {
-        (0..self.len()).filter_map(|i| self.get(i).ok())
-    }
     /// The offsets texts `from..to` cover (at least their total length).
     pub(crate) fn span_bytes(&self, from: usize, to: usize) -> usize {
         match (
@@ -454,13 +414,11 @@ impl Texts {
 /// raw copy of them is ever whole.
 pub(super) enum Taken {
     Buffer(String),
-    Compressed(Pieces),
-}
-
-/// A text's pieces (base, block), and its length as text.
-pub(super) struct Pieces {
-    len: usize,
-    pieces: Vec<(usize, Block)>,
+    /// The pieces (base, block), and their length as text.
+    Compressed {
+        len: usize,
+        pieces: Vec<(usize, Block)>,
+    },
 }
 
 impl Taken {
@@ -468,7 +426,7 @@ impl Taken {
     pub(super) fn len(&self) -> usize {
         match self {
             Taken::Buffer(text) => text.len(),
-            Taken::Compressed(pieces) => pieces.len,
+            Taken::Compressed { len, .. } => *len,
         }
     }
     /// The caller's `text` (at offset `base` of the log's texts) in pieces
@@ -476,10 +434,10 @@ impl Taken {
     /// it) starts, so no event's text straddles a cut.
     pub(super) fn compressed(base: usize, text: &str, lines: &[(usize, usize)]) -> Taken {
         let cuts = cuts_at(lines.iter().map(|&(s, _)| s), text.len());
-        Taken::Compressed(Pieces {
+        Taken::Compressed {
             len: text.len(),
             pieces: pieces(base, text, &cuts),
-        })
+        }
     }
 }
 
@@ -524,7 +482,10 @@ mod tests {
     use super::*;
 
     fn all(t: &Texts) -> Vec<String> {
-        t.iter().map(|x| x.to_string()).collect()
+        (0..t.len())
+            .filter_map(|i| t.get(i).ok())
+            .map(|x| x.to_string())
+            .collect()
     }
 
     fn visited(t: &Texts, from: usize, to: usize) -> Vec<Option<String>> {

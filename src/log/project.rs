@@ -38,11 +38,6 @@ impl Log {
         Ok(out)
     }
 
-    /// The payload text of event `seq` (the log holds accepted texts only).
-    pub fn data_of(&self, seq: usize) -> CoreResult<Text<'_>> {
-        data_of(&self.texts, seq)
-    }
-
     /// The type and payload of the events at `seqs`, as one flat JSON array
     /// `[type, data, type, data, ...]` (the type null for a kind without a
     /// fixed name).
@@ -61,14 +56,12 @@ impl Log {
     /// The bytes `to_jsonl` takes (the header line and each text with its
     /// newline), without reading a text.
     pub fn jsonl_bytes(&self) -> usize {
-        jsonl_bytes(&self.header, &self.texts)
+        self.header.line().len() + 1 + self.texts_bytes(0, self.texts.len())
     }
     /// The whole log as the JSONL store writes it.
     pub fn to_jsonl(&self) -> CoreResult<String> {
-        let header = self.header.line();
-        let mut out =
-            String::with_capacity(header.len() + 1 + self.texts_bytes(0, self.texts.len()));
-        out.push_str(&header);
+        let mut out = String::with_capacity(self.jsonl_bytes());
+        out.push_str(&self.header.line());
         out.push('\n');
         self.texts.visit(0, self.texts.len(), |_, text| {
             out.push_str(text);
@@ -85,7 +78,7 @@ impl Log {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
             })?;
-            datas.push((i, meta, self.data_of(i)?));
+            datas.push((i, meta, data_of(&self.texts, i)?));
         }
         Ok(closers(datas.iter().map(|(i, meta, data)| ScanEvent {
             kind: meta.kind,
@@ -111,62 +104,37 @@ pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
 }
 
 /// The payloads of `picks` (seq and type name, `Log::payload_picks`) as one
-/// batch.
+/// JSON array `[type, data, type, data, ...]` (the type null for a kind
+/// without a fixed name).
 pub fn payloads(texts: &Texts, picks: &[(u32, Option<&str>)]) -> CoreResult<PayloadBatch> {
     let bytes = picks
         .iter()
         .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1) + 8)
         .sum::<usize>();
-    let mut batch = PayloadBatch {
-        json: String::with_capacity(bytes + 2),
-        ..PayloadBatch::default()
-    };
-    for &(seq, name) in picks {
-        batch.push(seq, name, &data_of(texts, seq as usize)?);
-    }
-    batch.close();
-    Ok(batch)
-}
-
-/// Payloads of events: their seqs, and one JSON array `[type, data, type,
-/// data, ...]` (the type null for a kind without a fixed name).
-#[derive(Debug, Default, PartialEq)]
-pub struct PayloadBatch {
-    pub seqs: Vec<u32>,
-    pub json: String,
-}
-
-impl PayloadBatch {
-    /// Add event `seq`'s payload text `data` (of type `name`).
-    pub fn push(&mut self, seq: u32, name: Option<&str>, data: &str) {
-        let json = &mut self.json;
-        json.push(if self.seqs.is_empty() { '[' } else { ',' });
+    let mut json = String::with_capacity(bytes + 2);
+    json.push('[');
+    for (k, &(seq, name)) in picks.iter().enumerate() {
+        if k > 0 {
+            json.push(',');
+        }
         match name {
             Some(name) => {
                 json.push('"');
                 json.push_str(name);
-                json.push('"');
+                json.push_str("\",");
             }
-            None => json.push_str("null"),
+            None => json.push_str("null,"),
         }
-        json.push(',');
-        json.push_str(data);
-        self.seqs.push(seq);
+        json.push_str(&data_of(texts, seq as usize)?);
     }
-
-    /// End the array.
-    pub fn close(&mut self) {
-        if self.seqs.is_empty() {
-            self.json.push('[');
-        }
-        self.json.push(']');
-    }
+    json.push(']');
+    Ok(PayloadBatch { json })
 }
 
-/// At least the bytes the JSONL of `header` and `texts` takes (what lies
-/// between texts a read kept may count too), without reading a text.
-pub fn jsonl_bytes(header: &crate::session_header::SessionHeader, texts: &super::Texts) -> usize {
-    header.line().len() + 1 + texts.span_bytes(0, texts.len()) + texts.len()
+/// The payloads of events, as `payloads` gives them.
+#[derive(Debug, PartialEq)]
+pub struct PayloadBatch {
+    pub json: String,
 }
 
 /// Write the JSONL of `header` and `texts` (what a JSONL store holds) to

@@ -26,6 +26,17 @@ pub(super) enum Block {
     Lz4 { len: usize, bytes: Box<[u8]> },
 }
 
+impl Block {
+    /// Its length as text.
+    fn len(&self) -> usize {
+        match self {
+            Block::Raw(text) | Block::Kept(text) => text.len(),
+            Block::Shared(text) => text.len(),
+            Block::Lz4 { len, .. } => *len,
+        }
+    }
+}
+
 /// What the compressor gives back: for each block it took (by index), the
 /// pieces (base, block) that replace it.
 type Compressed = Vec<(usize, Vec<(usize, Block)>)>;
@@ -37,9 +48,8 @@ type Compressed = Vec<(usize, Vec<(usize, Block)>)>;
 /// `compress_on_seal` is set (a seed, already on a helper thread).
 #[derive(Debug, Default)]
 pub struct Texts {
-    blocks: Vec<Block>,
-    /// Where each block starts in the offsets `spans` use.
-    bases: Vec<usize>,
+    /// Each block, after where it starts in the offsets `spans` use.
+    blocks: Vec<(usize, Block)>,
     /// Each text's start and end offset (its block's base plus its index there).
     spans: Vec<(usize, usize)>,
     /// Compress each block as it fills up, here (see the struct).
@@ -59,7 +69,6 @@ impl Clone for Texts {
     fn clone(&self) -> Texts {
         Texts {
             blocks: self.blocks.clone(),
-            bases: self.bases.clone(),
             spans: self.spans.clone(),
             compress_on_seal: self.compress_on_seal,
             ..Texts::default()
@@ -119,13 +128,16 @@ impl Texts {
     }
     /// The block holding offset `s`, and its base.
     fn block_of(&self, s: usize) -> Option<(usize, usize)> {
-        let k = self.bases.partition_point(|&b| b <= s).checked_sub(1)?;
-        Some((k, self.bases[k]))
+        let k = self
+            .blocks
+            .partition_point(|&(b, _)| b <= s)
+            .checked_sub(1)?;
+        Some((k, self.blocks[k].0))
     }
     /// Block `k` as text (opened if compressed). A block that does not
     /// decompress is a bug (its bytes never leave this struct): `INTERNAL`.
     fn open(&self, k: usize) -> CoreResult<Text<'_>> {
-        let (len, bytes) = match self.blocks.get(k) {
+        let (len, bytes) = match self.blocks.get(k).map(|(_, block)| block) {
             None => {
                 let missing = format!("block {k} of event texts is missing");
                 return Err(CoreError::new(Code::Internal, missing));
@@ -194,7 +206,6 @@ impl Texts {
         let first = self.spans.partition_point(|&(s, _)| s < base);
         let mut texts = Texts {
             blocks: self.blocks[..k].to_vec(),
-            bases: self.bases[..k].to_vec(),
             spans: self.spans[..first].to_vec(),
             compress_on_seal: self.compress_on_seal,
             ..Texts::default()
@@ -203,28 +214,16 @@ impl Texts {
         self.visit(first, end, |_, text| texts.push(text))?;
         Ok(texts)
     }
-    /// The length of block `k` as text.
-    fn block_len(&self, k: usize) -> usize {
-        match self.blocks.get(k) {
-            Some(Block::Raw(c)) | Some(Block::Kept(c)) => c.len(),
-            Some(Block::Shared(c)) => c.len(),
-            Some(Block::Lz4 { len, .. }) => *len,
-            None => 0,
-        }
-    }
     /// The end offset of the texts so far (where the next text starts).
     fn end(&self) -> usize {
-        match self.bases.last() {
-            Some(b) => b + self.block_len(self.blocks.len() - 1),
-            None => 0,
-        }
+        self.blocks.last().map_or(0, |(b, block)| b + block.len())
     }
     /// The open block, with room for `bytes` more: a new one when the last
     /// is full or sealed (the full one is sealed then).
     fn room(&mut self, bytes: usize) -> &mut String {
         let k = self.blocks.len();
         let full = match self.blocks.last() {
-            Some(Block::Raw(c)) => c.capacity() - c.len() < bytes,
+            Some((_, Block::Raw(c))) => c.capacity() - c.len() < bytes,
             _ => true,
         };
         if full {
@@ -232,21 +231,20 @@ impl Texts {
                 self.seal(k - 1);
             }
             let base = self.end();
-            self.bases.push(base);
             let size = base.clamp(BLOCK_MIN, BLOCK);
-            self.blocks
-                .push(Block::Raw(String::with_capacity(bytes.max(size))));
+            let block = Block::Raw(String::with_capacity(bytes.max(size)));
+            self.blocks.push((base, block));
         }
         match self.blocks.last_mut() {
-            Some(Block::Raw(c)) => c,
+            Some((_, Block::Raw(c))) => c,
             // Just pushed or checked raw above.
             _ => unreachable!("the open block is raw"),
         }
     }
     /// Compress full block `k` here and now (see `compress_on_seal`).
     fn seal(&mut self, k: usize) {
-        if let Some(Block::Raw(text)) = self.blocks.get(k) {
-            self.blocks[k] = compressed(text);
+        if let Some((_, Block::Raw(text))) = self.blocks.get(k) {
+            self.blocks[k].1 = compressed(text);
         }
     }
     pub fn push(&mut self, text: &str) {
@@ -267,24 +265,20 @@ impl Texts {
     pub(super) fn adopt(&mut self, texts: Vec<Taken>) {
         self.idle = false;
         self.blocks = Vec::with_capacity(texts.len());
-        self.bases = Vec::with_capacity(texts.len());
         let mut base = 0;
         for taken in texts {
             match taken {
                 // An empty buffer holds no text: skipping it moves no offset.
                 Taken::Buffer(text) if text.is_empty() => {}
                 Taken::Buffer(text) => {
-                    self.bases.push(base);
-                    base += text.len();
-                    self.blocks.push(Block::Shared(Arc::new(text)));
+                    let len = text.len();
+                    self.blocks.push((base, Block::Shared(Arc::new(text))));
+                    base += len;
                 }
                 // Nor does an empty text taken compressed.
                 Taken::Compressed { len: 0, .. } => {}
                 Taken::Compressed { len, pieces } => {
-                    for (b, block) in pieces {
-                        self.bases.push(b);
-                        self.blocks.push(block);
-                    }
+                    self.blocks.extend(pieces);
                     base += len;
                 }
             }
@@ -322,13 +316,13 @@ impl Texts {
         // Shared blocks wait, and full raw ones (the last is open).
         let open = self.blocks.len().saturating_sub(1);
         let waiting: Vec<usize> = (0..self.blocks.len())
-            .filter(|&k| match self.blocks[k] {
+            .filter(|&k| match self.blocks[k].1 {
                 Block::Shared(_) => true,
                 Block::Raw(_) => k < open,
                 _ => false,
             })
             .collect();
-        let bytes: usize = waiting.iter().map(|&k| self.block_len(k)).sum();
+        let bytes: usize = waiting.iter().map(|&k| self.blocks[k].1.len()).sum();
         if waiting.is_empty() || bytes < min_bytes {
             // Only a push (which a built log never takes) makes more wait.
             self.idle = true;
@@ -336,12 +330,11 @@ impl Texts {
         }
         let mut work = Vec::with_capacity(waiting.len());
         for k in waiting {
-            if let Block::Raw(text) = &mut self.blocks[k] {
-                self.blocks[k] = Block::Shared(Arc::new(std::mem::take(text)));
+            if let (_, Block::Raw(text)) = &mut self.blocks[k] {
+                self.blocks[k].1 = Block::Shared(Arc::new(std::mem::take(text)));
             }
-            if let Block::Shared(text) = &self.blocks[k] {
-                let base = self.bases[k];
-                work.push((k, base, text.clone(), self.cuts(base, text.len())));
+            if let (base, Block::Shared(text)) = &self.blocks[k] {
+                work.push((k, *base, text.clone(), self.cuts(*base, text.len())));
             }
         }
         let compress = move || -> Compressed {
@@ -358,29 +351,16 @@ impl Texts {
     /// Put what the compressor gave back in place of the blocks it took.
     fn take_compressed(&mut self, done: Compressed) {
         let mut done = done.into_iter().peekable();
-        let blocks = std::mem::take(&mut self.blocks);
-        let bases = std::mem::take(&mut self.bases);
-        let mut replaced = Vec::new();
-        for (k, (block, base)) in blocks.into_iter().zip(bases).enumerate() {
+        for (k, block) in std::mem::take(&mut self.blocks).into_iter().enumerate() {
             match done.next_if(|(j, _)| *j == k) {
-                Some((_, pieces)) => {
-                    for (b, piece) in pieces {
-                        self.bases.push(b);
-                        self.blocks.push(piece);
-                    }
-                    replaced.push(block);
-                }
-                None => {
-                    self.bases.push(base);
-                    self.blocks.push(block);
-                }
+                // The block taken is freed here (not on the compressor's
+                // thread), its pieces in its place.
+                Some((_, pieces)) => self.blocks.extend(pieces),
+                None => self.blocks.push(block),
             }
         }
         // Block indices moved: the opened block is another one now.
         *self.recent.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        // The raw blocks the pieces replace are freed here, on the thread
-        // that takes the compressor's result.
-        drop(replaced);
     }
 
     /// Where to cut the block at `base` (of `len` bytes): `cuts_at` the
@@ -497,7 +477,7 @@ mod tests {
 
     /// How many of `t`'s blocks are of the kind `is` says.
     fn blocks(t: &Texts, is: fn(&Block) -> bool) -> usize {
-        t.blocks.iter().filter(|b| is(b)).count()
+        t.blocks.iter().filter(|(_, b)| is(b)).count()
     }
 
     /// Every read path gives `want` back, before and after a push.
@@ -527,7 +507,7 @@ mod tests {
     fn held_bytes(t: &Texts) -> usize {
         t.blocks
             .iter()
-            .map(|b| match b {
+            .map(|(_, b)| match b {
                 Block::Raw(c) | Block::Kept(c) => c.len(),
                 Block::Shared(c) => c.len(),
                 Block::Lz4 { bytes, .. } => bytes.len(),
@@ -542,12 +522,12 @@ mod tests {
         t.adopt_buffers(vec!["head\nab".to_string()]);
         let big = "x".repeat(BLOCK + 3);
         t.push("cd");
-        let second = match &t.blocks[1] {
+        let second = match &t.blocks[1].1 {
             Block::Raw(c) => c.as_ptr(),
             _ => panic!("the open block is raw"),
         };
         t.push("ef");
-        match &t.blocks[1] {
+        match &t.blocks[1].1 {
             Block::Raw(c) => assert_eq!(c.as_ptr(), second, "a push never moves the open block"),
             _ => panic!("the open block is raw"),
         }
@@ -560,12 +540,12 @@ mod tests {
         // Nothing is compressed until asked; then the full blocks are (the
         // big text is one repeated byte; "cdef" does not compress), and the
         // open one stays raw.
-        assert!(matches!(t.blocks[0], Block::Shared(_)));
-        assert!(matches!(t.blocks[2], Block::Raw(_)));
+        assert!(matches!(t.blocks[0].1, Block::Shared(_)));
+        assert!(matches!(t.blocks[2].1, Block::Raw(_)));
         compress_all(&mut t, 0);
-        assert!(matches!(t.blocks[1], Block::Kept(_)));
-        assert!(matches!(t.blocks[2], Block::Lz4 { .. }));
-        assert!(matches!(t.blocks.last(), Some(Block::Raw(_))));
+        assert!(matches!(t.blocks[1].1, Block::Kept(_)));
+        assert!(matches!(t.blocks[2].1, Block::Lz4 { .. }));
+        assert!(matches!(t.blocks.last(), Some((_, Block::Raw(_)))));
         assert_eq!(all(&t), vec!["ab", "cd", "ef", big.as_str(), "", "gh"]);
         // Offsets only grow: what spans cover bounds the texts' length.
         for from in 0..6 {
@@ -635,7 +615,7 @@ mod tests {
         small.push_span(0, 2);
         small.adopt_buffers(vec!["ab".into()]);
         assert!(small.compress(1 << 20));
-        assert!(matches!(small.blocks[0], Block::Shared(_)));
+        assert!(matches!(small.blocks[0].1, Block::Shared(_)));
     }
 
     #[test]
@@ -738,7 +718,7 @@ mod tests {
         let compressed = t
             .blocks
             .iter()
-            .filter(|b| matches!(b, Block::Lz4 { .. }))
+            .filter(|(_, b)| matches!(b, Block::Lz4 { .. }))
             .count();
         assert!(
             compressed > 10,
@@ -748,7 +728,7 @@ mod tests {
         assert!(
             t.blocks[..t.blocks.len() - 1]
                 .iter()
-                .all(|b| matches!(b, Block::Lz4 { .. } | Block::Kept(_))),
+                .all(|(_, b)| matches!(b, Block::Lz4 { .. } | Block::Kept(_))),
             "every full block is compressed"
         );
         let held = held_bytes(&t);
@@ -792,9 +772,9 @@ mod tests {
         let k = t
             .blocks
             .iter()
-            .position(|b| matches!(b, Block::Lz4 { .. }))
+            .position(|(_, b)| matches!(b, Block::Lz4 { .. }))
             .expect("a full block was compressed");
-        if let Block::Lz4 { bytes, .. } = &mut t.blocks[k] {
+        if let (_, Block::Lz4 { bytes, .. }) = &mut t.blocks[k] {
             let half = bytes.len() / 2;
             bytes[..half].fill(0xff);
         }
@@ -864,9 +844,9 @@ mod tests {
             }
             let want = all(&t);
             let starts: Vec<usize> = t
-                .bases
+                .blocks
                 .iter()
-                .map(|&b| t.spans.partition_point(|&(s, _)| s < b))
+                .map(|&(b, _)| t.spans.partition_point(|&(s, _)| s < b))
                 .collect();
             let mut ends: Vec<usize> = (0..=14)
                 .chain(starts.iter().flat_map(|&k| [k.saturating_sub(1), k, k + 1]))

@@ -19,14 +19,10 @@ impl Log {
         surface_meta: Option<&str>,
         data: Option<&str>,
     ) -> CoreResult<Prepared> {
-        if seq < self.metas.len() as u64 {
-            return Err(CoreError::new(
-                Code::InvalidArgument,
-                format!(
-                    "append seq {seq} is behind the native log ({})",
-                    self.metas.len()
-                ),
-            ));
+        let len = self.len();
+        if seq < len as u64 {
+            let behind = format!("append seq {seq} is behind the native log ({len})");
+            return Err(CoreError::new(Code::InvalidArgument, behind));
         }
         let kind = Kind::of(ty);
         if let Some(legacy) = legacy_of(kind, data) {

@@ -1,8 +1,9 @@
 //! The session log held natively: every event's JSON text plus the little
 //! each rule needs (kind, time, surface op), the surface state, and the
-//! header fold (which event is the latest `request/header`). Seeding, JSONL
-//! resume, live appends and forks all pass through `accept_read`, so the
-//! rules are checked in one place. By concept:
+//! header fold (which event is the latest `request/header`). Every event
+//! read (a seed, a JSONL log, a store's load) passes through `accept_read`,
+//! and a live append through `prepare`: both plan with the one surface fold;
+//! a fork replays the ops kept. By concept:
 //!
 //! - `texts`: the blocks that hold event texts (never moved once written,
 //!   compressed once full);
@@ -11,7 +12,6 @@
 //! - `resume`: a JSONL log read while it is handed over (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit);
 //! - `project`: what the log gives out (event texts, JSONL, closers).
-//!
 
 mod live;
 mod metas;

@@ -90,7 +90,7 @@ impl Log {
 }
 
 /// The payload text of event `seq` of `texts` (accepted texts only).
-pub fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
+fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
     let text = texts.get(seq)?;
     let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
         CoreError::new(

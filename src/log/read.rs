@@ -70,11 +70,6 @@ impl Piece<'_> {
     }
 }
 
-/// What a read tells of each event once folded: the log so far, the
-/// event's index, its payload text and where that starts in the log's
-/// texts (`usize::MAX` when unknown).
-pub(crate) type Observe<'o> = Option<&'o mut (dyn FnMut(&mut Log, usize, &str, usize) + Send)>;
-
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
 pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Vec<(usize, usize)>), usize>;
@@ -154,13 +149,6 @@ pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
         )
     });
     error.at_line(line)
-}
-
-/// Where `inner` (a slice of `outer`) starts in it; `None` when it is not
-/// a slice of it.
-pub(super) fn offset_in(outer: &str, inner: &str) -> Option<usize> {
-    let at = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
-    (at + inner.len() <= outer.len()).then_some(at)
 }
 
 pub(super) fn newlines(bytes: &[u8]) -> usize {
@@ -278,7 +266,7 @@ pub(super) struct Stream {
 
 impl Stream {
     /// Read and fold a piece's events, in order, on this thread.
-    pub(super) fn piece(&mut self, piece: Prepared<'_>, observe: &mut Observe<'_>) {
+    pub(super) fn piece(&mut self, piece: Prepared<'_>) {
         let (text, spans) = match piece {
             Ok(piece) => piece,
             Err(line) => {
@@ -287,7 +275,7 @@ impl Stream {
             }
         };
         if self.invalid_utf8.is_none() && self.failed.is_none() {
-            if let Err(error) = self.fold(&text, &spans, observe) {
+            if let Err(error) = self.fold(&text, &spans) {
                 self.failed = Some(error);
             }
         }
@@ -297,12 +285,7 @@ impl Stream {
         self.folded.push(taken);
     }
 
-    fn fold(
-        &mut self,
-        text: &str,
-        spans: &[(usize, usize)],
-        observe: &mut Observe<'_>,
-    ) -> Result<(), CoreError> {
+    fn fold(&mut self, text: &str, spans: &[(usize, usize)]) -> Result<(), CoreError> {
         let mut spans = spans;
         if !self.header_read {
             self.header_read = true;
@@ -324,15 +307,9 @@ impl Stream {
             if let Some(blank) = self.blank {
                 return Err(event_error(blank, None));
             }
-            let read = read_event(line, index);
-            let data = read.as_ref().map_or("", |e| e.data);
-            let data_at = offset_in(line, data).map_or(usize::MAX, |d| self.bytes + s + d);
             let at = TextRef::Span(self.bytes + s, self.bytes + e);
-            log.accept_read(read, index, at)
+            log.accept_read(read_event(line, index), index, at)
                 .map_err(|err| event_error(index, err))?;
-            if let Some(observe) = observe.as_mut() {
-                observe(log, index, data, data_at);
-            }
         }
         Ok(())
     }
@@ -342,7 +319,6 @@ impl Stream {
     pub(super) fn finish<'a>(
         mut self,
         rest: Vec<Prepared<'a>>,
-        observe: &mut Observe<'_>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
         let mut pieces = Vec::with_capacity(rest.len());
         for piece in rest {
@@ -417,14 +393,7 @@ impl Stream {
             .collect();
         log.metas.reserve(events);
         log.texts_mut().reserve(events);
-        let folded = log.fold_parts(
-            &parts,
-            self.next,
-            self.bytes,
-            &|_, _, _, _| true,
-            true,
-            observe,
-        );
+        let folded = log.fold_parts(&parts, self.next, self.bytes, &|_, _, _, _| true, true);
         drop(parts);
         if let Err((index, err)) = folded {
             return Err((event_error(index, err), texts));
@@ -485,7 +454,7 @@ impl Log {
     pub(super) fn read_pieces<'a>(
         pieces: Vec<Piece<'a>>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::default().finish(prepare_all(pieces), &mut None)
+        Stream::default().finish(prepare_all(pieces))
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -504,7 +473,6 @@ impl Log {
         first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
         parallel: bool,
-        observe: &mut Observe<'_>,
     ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
         let mut firsts = Vec::with_capacity(parts.len());
@@ -540,15 +508,8 @@ impl Log {
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
-            let data = r.as_ref().map_or("", |e| e.data);
-            let data_at =
-                offset_in(&parts[k].text[s..e], data).map_or(usize::MAX, |d| bases[k] + s + d);
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
-                .map_err(|err| (index, err))?;
-            if let Some(observe) = observe.as_mut() {
-                observe(log, index, data, data_at);
-            }
-            Ok(())
+                .map_err(|err| (index, err))
         };
         if parallel && count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
             // This thread reads and folds units from the front (the fold is
@@ -678,7 +639,6 @@ impl Log {
         header: SessionHeader,
         pieces: mpsc::Receiver<P>,
         verify: &(dyn Fn(&P, &str, usize, &EventText<'_>) -> bool + Sync),
-        observe: &mut Observe<'_>,
     ) -> Option<Log> {
         let mut log = Log::new(header);
         let mut texts = Vec::new();
@@ -694,7 +654,7 @@ impl Log {
             let check =
                 |k: usize, text: &str, i: usize, e: &EventText<'_>| verify(&batch[k], text, i, e);
             let first = log.len();
-            let folded = log.fold_parts(&parts, first, bytes, &check, parallel, observe);
+            let folded = log.fold_parts(&parts, first, bytes, &check, parallel);
             drop(parts);
             // Each piece waits for the compressor.
             for p in batch {

@@ -20,7 +20,7 @@ const READ_CHUNK: usize = 512;
 /// Event texts to load: a buffer (the log's own, or the caller's bytes,
 /// which the log compresses as it takes them) and each event's span in it.
 pub(crate) struct Part<'s> {
-    pub text: Cow<'s, str>,
+    pub text: &'s str,
     pub spans: &'s [(usize, usize)],
 }
 
@@ -70,9 +70,12 @@ impl Piece<'_> {
     }
 }
 
+/// Each line's span in a text.
+type Lines = Vec<(usize, usize)>;
+
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
-pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Vec<(usize, usize)>), usize>;
+pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Lines), usize>;
 
 pub(super) fn prepare(piece: Piece<'_>) -> Prepared<'_> {
     let text = match piece {
@@ -225,15 +228,6 @@ fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) ->
         .collect()
 }
 
-/// The caller's bytes as pieces to borrow: two halves when long enough
-/// (`halves`), for two threads.
-pub(super) fn borrowed_halves(bytes: &[u8]) -> Vec<Piece<'_>> {
-    match halves(bytes) {
-        Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
-        None => vec![Piece::Borrow(bytes)],
-    }
-}
-
 /// The one reader of JSONL lines: the header line, then one event per
 /// line, blank lines only at the end, the first invalid UTF-8 winning over
 /// every other defect. Fed a piece (of whole lines) at a time as pieces
@@ -274,43 +268,72 @@ impl Stream {
                 return;
             }
         };
+        let pieces = [(text, spans)];
         if self.invalid_utf8.is_none() && self.failed.is_none() {
-            if let Err(error) = self.fold(&text, &spans) {
+            if let Err(error) = self.fold(&pieces, false) {
                 self.failed = Some(error);
             }
         }
+        let [(text, spans)] = pieces;
         let taken = Taken::Buffer(text.into_owned());
         self.lines += spans.len();
         self.bytes += taken.len();
         self.folded.push(taken);
     }
 
-    fn fold(&mut self, text: &str, spans: &[(usize, usize)]) -> Result<(), CoreError> {
-        let mut spans = spans;
+    /// Read and fold the events of `pieces` (the next lines of the log), in
+    /// order, on two threads when `parallel` and there are many: the
+    /// header line first; blank lines only at the end of the log (those
+    /// that end `pieces` wait to see whether an event follows).
+    fn fold(&mut self, pieces: &[(Cow<'_, str>, Lines)], parallel: bool) -> Result<(), CoreError> {
+        let mut spans: Vec<&[(usize, usize)]> = pieces.iter().map(|(_, s)| &s[..]).collect();
         if !self.header_read {
             self.header_read = true;
-            let first = spans.first().map(|&(s, e)| &text[s..e]);
-            self.log = Some(Log::new(read_header(first)?));
-            spans = spans.get(1..).unwrap_or_default();
+            let first = pieces.iter().position(|(t, _)| !t.is_empty());
+            let line = first.and_then(|k| spans[k].first().map(|&(s, e)| &pieces[k].0[s..e]));
+            self.log = Some(Log::new(read_header(line)?));
+            if let Some(k) = first {
+                spans[k] = spans[k].get(1..).unwrap_or_default();
+            }
         }
         let Some(log) = self.log.as_mut() else {
             return Ok(());
         };
-        for &(s, e) in spans {
-            let line = &text[s..e];
-            let index = self.next;
-            self.next += 1;
-            if line.trim().is_empty() {
-                self.blank.get_or_insert(index);
-                continue;
+        let blank = |k: usize, i: usize| {
+            let (s, e) = spans[k][i];
+            pieces[k].0[s..e].trim().is_empty()
+        };
+        let mut ends: Vec<usize> = spans.iter().map(|s| s.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            while ends[k] > 0 {
+                if !blank(k, ends[k] - 1) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
             }
-            if let Some(blank) = self.blank {
-                return Err(event_error(blank, None));
-            }
-            let at = TextRef::Span(self.bytes + s, self.bytes + e);
-            log.accept_read(read_event(line, index), index, at)
-                .map_err(|err| event_error(index, err))?;
         }
+        let events: usize = ends.iter().sum();
+        if let (Some(blank), true) = (self.blank, events > 0) {
+            return Err(event_error(blank, None));
+        }
+        let parts: Vec<Part<'_>> = pieces
+            .iter()
+            .zip(&spans)
+            .zip(&ends)
+            .map(|(((text, _), spans), &end)| Part {
+                text: text.as_ref(),
+                spans: &spans[..end],
+            })
+            .collect();
+        log.metas.reserve(events);
+        log.texts_mut().reserve(events);
+        log.fold_parts(&parts, self.next, self.bytes, &|_, _, _, _| true, parallel)
+            .map_err(|(index, err)| event_error(index, err))?;
+        let lines: usize = spans.iter().map(|s| s.len()).sum();
+        if lines > events {
+            self.blank.get_or_insert(self.next + events);
+        }
+        self.next += lines;
         Ok(())
     }
 
@@ -321,90 +344,38 @@ impl Stream {
         rest: Vec<Prepared<'a>>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
         let mut pieces = Vec::with_capacity(rest.len());
+        let mut lines = self.lines;
         for piece in rest {
             match piece {
-                Ok((text, spans)) => pieces.push((text, spans)),
+                Ok((text, spans)) => {
+                    lines += spans.len();
+                    pieces.push((text, spans));
+                }
                 Err(line) => {
-                    let lines = self.lines
-                        + pieces
-                            .iter()
-                            .map(|(_, s): &(Cow<'a, str>, Vec<_>)| s.len())
-                            .sum::<usize>();
                     self.invalid_utf8.get_or_insert(lines + line);
                 }
             }
         }
-        let failed = |error: CoreError, pieces: Vec<(Cow<'a, str>, Vec<_>)>| {
-            Err((error, pieces.into_iter().map(|(t, _)| t).collect()))
+        let failed = match (self.invalid_utf8, self.failed.take()) {
+            (Some(line), _) => Some(invalid_utf8(line)),
+            (None, Some(error)) => Some(error),
+            (None, None) => self.fold(&pieces, true).err(),
         };
-        if let Some(line) = self.invalid_utf8 {
-            return failed(invalid_utf8(line), pieces);
-        }
-        if let Some(error) = self.failed.take() {
-            return failed(error, pieces);
-        }
-        if !self.header_read {
-            // Nothing was read yet: the header is the first line that waited.
-            self.header_read = true;
-            let first = pieces
-                .iter()
-                .find(|(t, _)| !t.is_empty())
-                .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
-            match read_header(first) {
-                Ok(header) => self.log = Some(Log::new(header)),
-                Err(error) => return failed(error, pieces),
-            }
-            if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
-                spans.remove(0);
-            }
-        }
-        // Blank lines are allowed only at the end.
-        let blank = |text: &str, (s, e): (usize, usize)| text[s..e].trim().is_empty();
-        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
-        'trim: for k in (0..pieces.len()).rev() {
-            while ends[k] > 0 {
-                if !blank(&pieces[k].0, pieces[k].1[ends[k] - 1]) {
-                    break 'trim;
-                }
-                ends[k] -= 1;
-            }
-        }
-        let events: usize = ends.iter().sum();
-        if let (Some(blank), true) = (self.blank, events > 0) {
-            return failed(event_error(blank, None), pieces);
-        }
-        let Some(mut log) = self.log.take() else {
-            // Only a failed header leaves no log, and it was reported above.
-            return match read_header(None) {
-                Ok(header) => Ok(Log::new(header)),
-                Err(error) => failed(error, pieces),
-            };
-        };
-        type Lines = Vec<(usize, usize)>;
         let (texts, spans): (Vec<Cow<'a, str>>, Vec<Lines>) = pieces.into_iter().unzip();
-        let parts: Vec<Part<'_>> = texts
-            .iter()
-            .zip(&spans)
-            .zip(&ends)
-            .map(|((text, spans), &end)| Part {
-                text: Cow::Borrowed(text),
-                spans: &spans[..end],
-            })
-            .collect();
-        log.metas.reserve(events);
-        log.texts_mut().reserve(events);
-        let folded = log.fold_parts(&parts, self.next, self.bytes, &|_, _, _, _| true, true);
-        drop(parts);
-        if let Err((index, err)) = folded {
-            return Err((event_error(index, err), texts));
+        match (failed, self.log.take()) {
+            (Some(error), _) => Err((error, texts)),
+            // Only a failed header leaves no log, and it was reported.
+            (None, None) => read_header(None).map(Log::new).map_err(|e| (e, texts)),
+            (None, Some(mut log)) => {
+                let taken = self
+                    .folded
+                    .into_iter()
+                    .chain(take(texts, &spans, self.bytes))
+                    .collect();
+                log.texts_mut().adopt(taken);
+                Ok(log)
+            }
         }
-        let taken = self
-            .folded
-            .into_iter()
-            .chain(take(texts, &spans, self.bytes))
-            .collect();
-        log.texts_mut().adopt(taken);
-        Ok(log)
     }
 }
 
@@ -433,7 +404,11 @@ impl Log {
     /// are and taken compressed (`take`), two halves on two threads
     /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        Log::read_pieces(borrowed_halves(bytes)).map_err(|(e, _)| e)
+        let pieces = match halves(bytes) {
+            Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
+            None => vec![Piece::Borrow(bytes)],
+        };
+        Log::read_pieces(pieces).map_err(|(e, _)| e)
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
@@ -489,7 +464,7 @@ impl Log {
             let (s, e) = part.spans[i];
             // A blank line inside the log reads as unparsable.
             read_event(&part.text[s..e], firsts[k] + i).and_then(|event| {
-                if verify(k, &part.text, i, &event) {
+                if verify(k, part.text, i, &event) {
                     Ok(event)
                 } else {
                     Err(ReadError::Unparsable)
@@ -647,7 +622,7 @@ impl Log {
             let parts: Vec<Part<'_>> = batch
                 .iter()
                 .map(|p| Part {
-                    text: Cow::Borrowed(p.text()),
+                    text: p.text(),
                     spans: p.spans(),
                 })
                 .collect();

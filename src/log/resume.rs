@@ -6,7 +6,7 @@
 //! and read by `finish`, on the calling thread. The first
 //! `deriveMessages()` parses the surface's payloads.
 
-use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Piece, Stream};
+use super::read::{arrivals, prepare, prepare_all, Piece, Stream};
 use super::Log;
 use crate::error::{Code, CoreError};
 use crate::executor::{self, Task};
@@ -69,26 +69,22 @@ impl JsonlReading {
     /// its own, which hands `bytes` back to the thread that calls `finish`;
     /// a log shorter than one piece is read now, on this thread.
     pub fn of_owner(bytes: Owner) -> JsonlReading {
-        let mut reading = JsonlReading {
+        let short = (*bytes).as_ref().len() < PIECE_BYTES;
+        let work = move || (Log::from_jsonl((*bytes).as_ref()), Some(bytes));
+        let state = if short {
+            State::Read(Box::new(work().0))
+        } else {
+            match executor::start(work) {
+                Ok(task) => State::Reading(task),
+                // No pool thread free: the log is read now, on this thread.
+                Err(not_started) => State::Read(Box::new((not_started.work)().0)),
+            }
+        };
+        JsonlReading {
             ended: true,
+            state,
             ..JsonlReading::default()
-        };
-        if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
-            let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())]);
-            reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
-            return reading;
         }
-        let work = move || {
-            let rest = prepare_all(borrowed_halves((*bytes).as_ref()));
-            let read = Stream::default().finish(rest).map_err(|(e, _)| e);
-            (read, Some(bytes))
-        };
-        reading.state = match executor::start(work) {
-            Ok(task) => State::Reading(task),
-            // No pool thread free: the log is read now, on this thread.
-            Err(not_started) => State::Read(Box::new((not_started.work)().0)),
-        };
-        reading
     }
 
     /// Read the caller's bytes (`push` of all of them, then the end).

@@ -338,9 +338,7 @@ impl NativeStore {
                 move || {
                     let key = key(id);
                     let token = new_token();
-                    let log = guarded("loading a session", || {
-                        store.open(&key, writer, token, None)
-                    })?;
+                    let log = guarded("loading a session", || store.open(&key, writer, token))?;
                     Ok((log, token))
                 },
             ))

@@ -21,7 +21,7 @@ mod resume;
 mod texts;
 
 pub use project::{payloads, write_jsonl};
-pub(crate) use read::{ArrivingPiece, Observe};
+pub(crate) use read::ArrivingPiece;
 pub use resume::JsonlReading;
 pub(crate) use resume::{read_arriving, too_roomy, Cutter, PIECE_BYTES};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
@@ -491,7 +491,7 @@ mod tests {
                         }
                     }
                 });
-                Log::from_arriving(header.clone(), pieces, &verify, &mut None)
+                Log::from_arriving(header.clone(), pieces, &verify)
             })
         };
         let n = lines.len();

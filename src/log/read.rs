@@ -20,7 +20,7 @@ const READ_CHUNK: usize = 512;
 /// Event texts to load: a buffer (the log's own, or the caller's bytes,
 /// which the log compresses as it takes them) and each event's span in it.
 pub(crate) struct Part<'s> {
-    pub text: Cow<'s, str>,
+    pub text: &'s str,
     pub spans: &'s [(usize, usize)],
 }
 
@@ -70,14 +70,12 @@ impl Piece<'_> {
     }
 }
 
-/// What a read tells of each event once folded: the log so far, the
-/// event's index, its payload text and where that starts in the log's
-/// texts (`usize::MAX` when unknown).
-pub(crate) type Observe<'o> = Option<&'o mut (dyn FnMut(&mut Log, usize, &str, usize) + Send)>;
+/// Each line's span in a text.
+type Lines = Vec<(usize, usize)>;
 
 /// A piece as the log's text and its lines' spans, or the 1-based line,
 /// within the piece, of its first invalid UTF-8.
-pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Vec<(usize, usize)>), usize>;
+pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Lines), usize>;
 
 pub(super) fn prepare(piece: Piece<'_>) -> Prepared<'_> {
     let text = match piece {
@@ -156,13 +154,6 @@ pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     error.at_line(line)
 }
 
-/// Where `inner` (a slice of `outer`) starts in it; `None` when it is not
-/// a slice of it.
-pub(super) fn offset_in(outer: &str, inner: &str) -> Option<usize> {
-    let at = (inner.as_ptr() as usize).checked_sub(outer.as_ptr() as usize)?;
-    (at + inner.len() <= outer.len()).then_some(at)
-}
-
 pub(super) fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
@@ -237,15 +228,6 @@ fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) ->
         .collect()
 }
 
-/// The caller's bytes as pieces to borrow: two halves when long enough
-/// (`halves`), for two threads.
-pub(super) fn borrowed_halves(bytes: &[u8]) -> Vec<Piece<'_>> {
-    match halves(bytes) {
-        Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
-        None => vec![Piece::Borrow(bytes)],
-    }
-}
-
 /// The one reader of JSONL lines: the header line, then one event per
 /// line, blank lines only at the end, the first invalid UTF-8 winning over
 /// every other defect. Fed a piece (of whole lines) at a time as pieces
@@ -278,7 +260,7 @@ pub(super) struct Stream {
 
 impl Stream {
     /// Read and fold a piece's events, in order, on this thread.
-    pub(super) fn piece(&mut self, piece: Prepared<'_>, observe: &mut Observe<'_>) {
+    pub(super) fn piece(&mut self, piece: Prepared<'_>) {
         let (text, spans) = match piece {
             Ok(piece) => piece,
             Err(line) => {
@@ -286,54 +268,72 @@ impl Stream {
                 return;
             }
         };
+        let pieces = [(text, spans)];
         if self.invalid_utf8.is_none() && self.failed.is_none() {
-            if let Err(error) = self.fold(&text, &spans, observe) {
+            if let Err(error) = self.fold(&pieces, false) {
                 self.failed = Some(error);
             }
         }
+        let [(text, spans)] = pieces;
         let taken = Taken::Buffer(text.into_owned());
         self.lines += spans.len();
         self.bytes += taken.len();
         self.folded.push(taken);
     }
 
-    fn fold(
-        &mut self,
-        text: &str,
-        spans: &[(usize, usize)],
-        observe: &mut Observe<'_>,
-    ) -> Result<(), CoreError> {
-        let mut spans = spans;
+    /// Read and fold the events of `pieces` (the next lines of the log), in
+    /// order, on two threads when `parallel` and there are many: the
+    /// header line first; blank lines only at the end of the log (those
+    /// that end `pieces` wait to see whether an event follows).
+    fn fold(&mut self, pieces: &[(Cow<'_, str>, Lines)], parallel: bool) -> Result<(), CoreError> {
+        let mut spans: Vec<&[(usize, usize)]> = pieces.iter().map(|(_, s)| &s[..]).collect();
         if !self.header_read {
             self.header_read = true;
-            let first = spans.first().map(|&(s, e)| &text[s..e]);
-            self.log = Some(Log::new(read_header(first)?));
-            spans = spans.get(1..).unwrap_or_default();
+            let first = pieces.iter().position(|(t, _)| !t.is_empty());
+            let line = first.and_then(|k| spans[k].first().map(|&(s, e)| &pieces[k].0[s..e]));
+            self.log = Some(Log::new(read_header(line)?));
+            if let Some(k) = first {
+                spans[k] = spans[k].get(1..).unwrap_or_default();
+            }
         }
         let Some(log) = self.log.as_mut() else {
             return Ok(());
         };
-        for &(s, e) in spans {
-            let line = &text[s..e];
-            let index = self.next;
-            self.next += 1;
-            if line.trim().is_empty() {
-                self.blank.get_or_insert(index);
-                continue;
-            }
-            if let Some(blank) = self.blank {
-                return Err(event_error(blank, None));
-            }
-            let read = read_event(line, index);
-            let data = read.as_ref().map_or("", |e| e.data);
-            let data_at = offset_in(line, data).map_or(usize::MAX, |d| self.bytes + s + d);
-            let at = TextRef::Span(self.bytes + s, self.bytes + e);
-            log.accept_read(read, index, at)
-                .map_err(|err| event_error(index, err))?;
-            if let Some(observe) = observe.as_mut() {
-                observe(log, index, data, data_at);
+        let blank = |k: usize, i: usize| {
+            let (s, e) = spans[k][i];
+            pieces[k].0[s..e].trim().is_empty()
+        };
+        let mut ends: Vec<usize> = spans.iter().map(|s| s.len()).collect();
+        'trim: for k in (0..pieces.len()).rev() {
+            while ends[k] > 0 {
+                if !blank(k, ends[k] - 1) {
+                    break 'trim;
+                }
+                ends[k] -= 1;
             }
         }
+        let events: usize = ends.iter().sum();
+        if let (Some(blank), true) = (self.blank, events > 0) {
+            return Err(event_error(blank, None));
+        }
+        let parts: Vec<Part<'_>> = pieces
+            .iter()
+            .zip(&spans)
+            .zip(&ends)
+            .map(|(((text, _), spans), &end)| Part {
+                text: text.as_ref(),
+                spans: &spans[..end],
+            })
+            .collect();
+        log.metas.reserve(events);
+        log.texts_mut().reserve(events);
+        log.fold_parts(&parts, self.next, self.bytes, &|_, _, _, _| true, parallel)
+            .map_err(|(index, err)| event_error(index, err))?;
+        let lines: usize = spans.iter().map(|s| s.len()).sum();
+        if lines > events {
+            self.blank.get_or_insert(self.next + events);
+        }
+        self.next += lines;
         Ok(())
     }
 
@@ -342,100 +342,40 @@ impl Stream {
     pub(super) fn finish<'a>(
         mut self,
         rest: Vec<Prepared<'a>>,
-        observe: &mut Observe<'_>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
         let mut pieces = Vec::with_capacity(rest.len());
+        let mut lines = self.lines;
         for piece in rest {
             match piece {
-                Ok((text, spans)) => pieces.push((text, spans)),
+                Ok((text, spans)) => {
+                    lines += spans.len();
+                    pieces.push((text, spans));
+                }
                 Err(line) => {
-                    let lines = self.lines
-                        + pieces
-                            .iter()
-                            .map(|(_, s): &(Cow<'a, str>, Vec<_>)| s.len())
-                            .sum::<usize>();
                     self.invalid_utf8.get_or_insert(lines + line);
                 }
             }
         }
-        let failed = |error: CoreError, pieces: Vec<(Cow<'a, str>, Vec<_>)>| {
-            Err((error, pieces.into_iter().map(|(t, _)| t).collect()))
+        let failed = match (self.invalid_utf8, self.failed.take()) {
+            (Some(line), _) => Some(invalid_utf8(line)),
+            (None, Some(error)) => Some(error),
+            (None, None) => self.fold(&pieces, true).err(),
         };
-        if let Some(line) = self.invalid_utf8 {
-            return failed(invalid_utf8(line), pieces);
-        }
-        if let Some(error) = self.failed.take() {
-            return failed(error, pieces);
-        }
-        if !self.header_read {
-            // Nothing was read yet: the header is the first line that waited.
-            self.header_read = true;
-            let first = pieces
-                .iter()
-                .find(|(t, _)| !t.is_empty())
-                .and_then(|(t, spans)| spans.first().map(|&(s, e)| &t[s..e]));
-            match read_header(first) {
-                Ok(header) => self.log = Some(Log::new(header)),
-                Err(error) => return failed(error, pieces),
-            }
-            if let Some((_, spans)) = pieces.iter_mut().find(|(t, _)| !t.is_empty()) {
-                spans.remove(0);
-            }
-        }
-        // Blank lines are allowed only at the end.
-        let blank = |text: &str, (s, e): (usize, usize)| text[s..e].trim().is_empty();
-        let mut ends: Vec<usize> = pieces.iter().map(|(_, spans)| spans.len()).collect();
-        'trim: for k in (0..pieces.len()).rev() {
-            while ends[k] > 0 {
-                if !blank(&pieces[k].0, pieces[k].1[ends[k] - 1]) {
-                    break 'trim;
-                }
-                ends[k] -= 1;
-            }
-        }
-        let events: usize = ends.iter().sum();
-        if let (Some(blank), true) = (self.blank, events > 0) {
-            return failed(event_error(blank, None), pieces);
-        }
-        let Some(mut log) = self.log.take() else {
-            // Only a failed header leaves no log, and it was reported above.
-            return match read_header(None) {
-                Ok(header) => Ok(Log::new(header)),
-                Err(error) => failed(error, pieces),
-            };
-        };
-        type Lines = Vec<(usize, usize)>;
         let (texts, spans): (Vec<Cow<'a, str>>, Vec<Lines>) = pieces.into_iter().unzip();
-        let parts: Vec<Part<'_>> = texts
-            .iter()
-            .zip(&spans)
-            .zip(&ends)
-            .map(|((text, spans), &end)| Part {
-                text: Cow::Borrowed(text),
-                spans: &spans[..end],
-            })
-            .collect();
-        log.metas.reserve(events);
-        log.texts_mut().reserve(events);
-        let folded = log.fold_parts(
-            &parts,
-            self.next,
-            self.bytes,
-            &|_, _, _, _| true,
-            true,
-            observe,
-        );
-        drop(parts);
-        if let Err((index, err)) = folded {
-            return Err((event_error(index, err), texts));
+        match (failed, self.log.take()) {
+            (Some(error), _) => Err((error, texts)),
+            // Only a failed header leaves no log, and it was reported.
+            (None, None) => read_header(None).map(Log::new).map_err(|e| (e, texts)),
+            (None, Some(mut log)) => {
+                let taken = self
+                    .folded
+                    .into_iter()
+                    .chain(take(texts, &spans, self.bytes))
+                    .collect();
+                log.texts_mut().adopt(taken);
+                Ok(log)
+            }
         }
-        let taken = self
-            .folded
-            .into_iter()
-            .chain(take(texts, &spans, self.bytes))
-            .collect();
-        log.texts_mut().adopt(taken);
-        Ok(log)
     }
 }
 
@@ -464,7 +404,11 @@ impl Log {
     /// are and taken compressed (`take`), two halves on two threads
     /// when the log is long.
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        Log::read_pieces(borrowed_halves(bytes)).map_err(|(e, _)| e)
+        let pieces = match halves(bytes) {
+            Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
+            None => vec![Piece::Borrow(bytes)],
+        };
+        Log::read_pieces(pieces).map_err(|(e, _)| e)
     }
 
     /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
@@ -485,7 +429,7 @@ impl Log {
     pub(super) fn read_pieces<'a>(
         pieces: Vec<Piece<'a>>,
     ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::default().finish(prepare_all(pieces), &mut None)
+        Stream::default().finish(prepare_all(pieces))
     }
 
     /// Read the events of `parts` (the first at index `first_index`, the
@@ -504,7 +448,6 @@ impl Log {
         first_byte: usize,
         verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
         parallel: bool,
-        observe: &mut Observe<'_>,
     ) -> Result<(), (usize, Option<CoreError>)> {
         // Each part's first event index and first byte offset.
         let mut firsts = Vec::with_capacity(parts.len());
@@ -521,7 +464,7 @@ impl Log {
             let (s, e) = part.spans[i];
             // A blank line inside the log reads as unparsable.
             read_event(&part.text[s..e], firsts[k] + i).and_then(|event| {
-                if verify(k, &part.text, i, &event) {
+                if verify(k, part.text, i, &event) {
                     Ok(event)
                 } else {
                     Err(ReadError::Unparsable)
@@ -540,15 +483,8 @@ impl Log {
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
-            let data = r.as_ref().map_or("", |e| e.data);
-            let data_at =
-                offset_in(&parts[k].text[s..e], data).map_or(usize::MAX, |d| bases[k] + s + d);
             log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
-                .map_err(|err| (index, err))?;
-            if let Some(observe) = observe.as_mut() {
-                observe(log, index, data, data_at);
-            }
-            Ok(())
+                .map_err(|err| (index, err))
         };
         if parallel && count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
             // This thread reads and folds units from the front (the fold is
@@ -678,7 +614,6 @@ impl Log {
         header: SessionHeader,
         pieces: mpsc::Receiver<P>,
         verify: &(dyn Fn(&P, &str, usize, &EventText<'_>) -> bool + Sync),
-        observe: &mut Observe<'_>,
     ) -> Option<Log> {
         let mut log = Log::new(header);
         let mut texts = Vec::new();
@@ -687,14 +622,14 @@ impl Log {
             let parts: Vec<Part<'_>> = batch
                 .iter()
                 .map(|p| Part {
-                    text: Cow::Borrowed(p.text()),
+                    text: p.text(),
                     spans: p.spans(),
                 })
                 .collect();
             let check =
                 |k: usize, text: &str, i: usize, e: &EventText<'_>| verify(&batch[k], text, i, e);
             let first = log.len();
-            let folded = log.fold_parts(&parts, first, bytes, &check, parallel, observe);
+            let folded = log.fold_parts(&parts, first, bytes, &check, parallel);
             drop(parts);
             // Each piece waits for the compressor.
             for p in batch {

@@ -6,7 +6,7 @@
 //! and read by `finish`, on the calling thread. The first
 //! `deriveMessages()` parses the surface's payloads.
 
-use super::read::{arrivals, borrowed_halves, prepare, prepare_all, Observe, Piece, Stream};
+use super::read::{arrivals, prepare, prepare_all, Piece, Stream};
 use super::Log;
 use crate::error::{Code, CoreError};
 use crate::executor::{self, Task};
@@ -69,28 +69,22 @@ impl JsonlReading {
     /// its own, which hands `bytes` back to the thread that calls `finish`;
     /// a log shorter than one piece is read now, on this thread.
     pub fn of_owner(bytes: Owner) -> JsonlReading {
-        let mut reading = JsonlReading {
+        let short = (*bytes).as_ref().len() < PIECE_BYTES;
+        let work = move || (Log::from_jsonl((*bytes).as_ref()), Some(bytes));
+        let state = if short {
+            State::Read(Box::new(work().0))
+        } else {
+            match executor::start(work) {
+                Ok(task) => State::Reading(task),
+                // No pool thread free: the log is read now, on this thread.
+                Err(not_started) => State::Read(Box::new((not_started.work)().0)),
+            }
+        };
+        JsonlReading {
             ended: true,
+            state,
             ..JsonlReading::default()
-        };
-        if (*bytes).as_ref().len() < reading.cutter.piece_bytes {
-            let read = Log::read_pieces(vec![Piece::Borrow((*bytes).as_ref())]);
-            reading.state = State::Read(Box::new(read.map_err(|(e, _)| e)));
-            return reading;
         }
-        let work = move || {
-            let rest = prepare_all(borrowed_halves((*bytes).as_ref()));
-            let read = Stream::default()
-                .finish(rest, &mut None)
-                .map_err(|(e, _)| e);
-            (read, Some(bytes))
-        };
-        reading.state = match executor::start(work) {
-            Ok(task) => State::Reading(task),
-            // No pool thread free: the log is read now, on this thread.
-            Err(not_started) => State::Read(Box::new((not_started.work)().0)),
-        };
-        reading
     }
 
     /// Read the caller's bytes (`push` of all of them, then the end).
@@ -121,7 +115,7 @@ impl JsonlReading {
     fn send(&mut self, piece: Vec<u8>) {
         if self.pieces.is_none() && self.kept.is_empty() {
             let (pieces, received) = mpsc::channel();
-            let work = move || (read_arriving(&received, &mut None), None);
+            let work = move || (read_arriving(&received), None);
             if let Ok(task) = executor::start(work) {
                 self.state = State::Reading(task);
                 self.pieces = Some(pieces);
@@ -253,21 +247,17 @@ pub(crate) fn too_roomy(len: usize, capacity: usize) -> bool {
 /// `pieces` while they are made: each piece, as it comes, is checked as
 /// UTF-8, split into lines and its events read and folded on this thread;
 /// once the sender is gone, the pieces still waiting are read on two
-/// threads. `observe` is told of each
-/// event once folded.
-pub(crate) fn read_arriving(
-    pieces: &mpsc::Receiver<Vec<u8>>,
-    observe: &mut Observe<'_>,
-) -> Result<Log, CoreError> {
+/// threads.
+pub(crate) fn read_arriving(pieces: &mpsc::Receiver<Vec<u8>>) -> Result<Log, CoreError> {
     let mut stream = Stream::default();
     let arrived = arrivals(pieces, |piece| {
-        stream.piece(prepare(Piece::Keep(piece)), observe);
+        stream.piece(prepare(Piece::Keep(piece)));
         true
     });
     // Never ended early: a defect is the stream's to report.
     let rest = arrived.unwrap_or_default();
     let rest = prepare_all(rest.into_iter().map(Piece::Keep).collect());
-    stream.finish(rest, observe).map_err(|(e, _)| e)
+    stream.finish(rest).map_err(|(e, _)| e)
 }
 
 #[cfg(test)]

@@ -243,7 +243,7 @@ pub fn read_sqlite(path: &str, id: &str) -> CoreResult<StoredLog> {
             return Err(not_found(id));
         }
         let (repaired, records) =
-            sqlite::read_session(conn, path, id, None)?.ok_or_else(|| not_found(id))?;
+            sqlite::read_session(conn, path, id)?.ok_or_else(|| not_found(id))?;
         let torn_record = if repaired.torn {
             torn_sqlite(conn, id, repaired.preserved)
         } else {

@@ -14,7 +14,7 @@ use super::regular::{self, open_read, open_regular};
 use super::{persisted_collision, Backend, Batch, Holds, Key, Listed, LoadMode, Policy, Repairs};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::executor;
-use crate::log::{read_arriving, Cutter, Log, Observe, PIECE_BYTES};
+use crate::log::{read_arriving, Cutter, Log, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
@@ -355,14 +355,9 @@ pub fn repair_bytes(bytes: &[u8], id: Option<&str>) -> CoreResult<(Repaired, u64
 /// (`read_folding`); any other is read again whole and repaired line by
 /// line. The repaired log, the byte length of its kept part, and the bytes
 /// the file held.
-fn read_repaired(
-    file: &File,
-    path: &Path,
-    id: &str,
-    observe: Observe<'_>,
-) -> CoreResult<(Repaired, u64, u64)> {
+fn read_repaired(file: &File, path: &Path, id: &str) -> CoreResult<(Repaired, u64, u64)> {
     let failed = |e| CoreError::io("cannot read session log", path, e);
-    let (read, produced) = read_folding(file, observe);
+    let (read, produced) = read_folding(file);
     let (ends, len) = produced.map_err(failed)?;
     if let (Ok(log), true) = (read, ends) {
         let (repaired, committed, _) = whole(log, len as usize, Some(id))?;
@@ -385,10 +380,7 @@ const READ_BYTES: usize = 256 << 10;
 /// fold overlap; `read_arriving`). The log, or why the fold refused it;
 /// and from the reading thread whether the file ends with a complete line
 /// that is not blank (`ends_with_event`), and its bytes.
-fn read_folding(
-    file: &File,
-    mut observe: Observe<'_>,
-) -> (CoreResult<Log>, std::io::Result<(bool, u64)>) {
+fn read_folding(file: &File) -> (CoreResult<Log>, std::io::Result<(bool, u64)>) {
     let (send, pieces) = mpsc::channel();
     let read_pieces = move || {
         // Taken in: the fold ends when this returns.
@@ -421,7 +413,7 @@ fn read_folding(
     if file.metadata().is_ok_and(|m| m.len() < PIECE_BYTES as u64) {
         // One piece: nothing to overlap, so no thread.
         let produced = read_pieces();
-        return (read_arriving(&pieces, &mut observe), produced);
+        return (read_arriving(&pieces), produced);
     }
     std::thread::scope(|scope| {
         let reader = match executor::scoped(scope, "dsh-store-read", read_pieces) {
@@ -430,10 +422,10 @@ fn read_folding(
                 // No thread could start: the file is read first, here (its
                 // pieces wait in the channel), then folded.
                 let produced = (not_started.work)();
-                return (read_arriving(&pieces, &mut observe), produced);
+                return (read_arriving(&pieces), produced);
             }
         };
-        let read = read_arriving(&pieces, &mut observe);
+        let read = read_arriving(&pieces);
         let produced = reader
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the JSONL reading thread failed")));
@@ -672,22 +664,18 @@ impl Backend for JsonlBackend {
         key: &Key,
         handle: &mut JsonlHandle,
         mode: LoadMode,
-        observe: Observe<'_>,
         policy: Policy<'_>,
     ) -> CoreResult<Option<Repaired>> {
         let Some(path) = self.find(key)? else {
             return Ok(None);
         };
-        // A writer reads through the descriptor it writes with, so what it
-        // read is the file it changes (a read-only file is read; a write
-        // then fails).
-        let writable = match mode {
-            LoadMode::Read => None,
-            _ => match open_regular(&path, OpenOptions::new().read(true).write(true)) {
-                Ok(f) => Some(f),
-                Err(regular::OpenError::NotAFile(e)) => return Err(e),
-                Err(regular::OpenError::Io(_)) => None,
-            },
+        // The load reads through the descriptor a repair writes with, so
+        // what it read is the file it changes (a read-only file is read; a
+        // write then fails).
+        let writable = match open_regular(&path, OpenOptions::new().read(true).write(true)) {
+            Ok(f) => Some(f),
+            Err(regular::OpenError::NotAFile(e)) => return Err(e),
+            Err(regular::OpenError::Io(_)) => None,
         };
         let file = match writable {
             Some(f) => f,
@@ -698,11 +686,11 @@ impl Backend for JsonlBackend {
         {
             return Err(replaced(&path, &key.id, REPLACED));
         }
-        let (repaired, committed, len) = read_repaired(&file, &path, &key.id, observe)?;
+        let (repaired, committed, len) = read_repaired(&file, &path, &key.id)?;
+        // A reader's first write checks the file is still as read (length
+        // and identity: `FileRepairs::first_write`).
         let mut writes = FileRepairs::new(&file, &path, &key.id, committed, len);
-        if mode != LoadMode::Read {
-            policy(&repaired, &mut writes)?;
-        }
+        policy(&repaired, &mut writes)?;
         let len = writes.finish()?;
         if mode != LoadMode::Read {
             if let Some(dir) = path.parent() {
@@ -873,7 +861,7 @@ mod tests {
         let path = dir.join(format!("{}.jsonl", bytes.len()));
         fs::write(&path, bytes).unwrap();
         let file = File::open(&path).unwrap();
-        let read = read_repaired(&file, &path, "s", None);
+        let read = read_repaired(&file, &path, "s");
         fs::remove_file(&path).unwrap();
         if let Ok((_, _, len)) = &read {
             assert_eq!(*len, bytes.len() as u64);

@@ -23,7 +23,7 @@ pub mod sqlite;
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
-use crate::log::{Log, Observe, Texts};
+use crate::log::{Log, Texts};
 use crate::session_header::SessionHeader;
 use crate::surface::{Candidate, Surface};
 use lease::{Lease, Leases, Refused};
@@ -151,9 +151,6 @@ pub enum LoadMode {
 pub struct Loaded {
     pub log: Log,
     pub stored: usize,
-    /// Whether storage still differs from `log` (a torn tail or closers
-    /// the load did not write).
-    pub unrepaired: bool,
 }
 
 /// The writes a load may make, in the step that read the log (one
@@ -231,23 +228,22 @@ pub trait Backend: Send + Sync + 'static {
     /// keeps its own lease (PostgreSQL's lease row).
     fn lease_path(&self, key: &Key) -> Option<PathBuf>;
     /// Read the stored log and repair it (SPEC 11) in memory; `None` when
-    /// nothing is stored. Unless `mode` is `Read` (which writes nothing),
-    /// the read is a writer's and `policy` is called once, inside the step
-    /// that read the log, with the repaired log and the backend's write
-    /// primitives: what it writes is durable when `load` returns. A backend
-    /// that keeps its own lease and finds another writer holding it reads
-    /// as a reader instead and calls no policy (`refusal` says why). A
+    /// nothing is stored. `policy` is called once, inside the step that
+    /// read the log, with the repaired log and the backend's write
+    /// primitives: what it writes is durable when `load` returns. Unless
+    /// `mode` is `Read` the read is a writer's; in a `Read`, the first write
+    /// fails unless storage is still what was read, and a backend that keeps
+    /// its own lease calls no policy. A backend that keeps its own lease and
+    /// finds another writer holding it reads as a reader instead and calls
+    /// no policy (`refusal` says why). A
     /// failed load changes nothing. A handle that already names a log (a
     /// store reading again what it wrote) refuses another one found in its
-    /// place (`LOG_REPLACED`). `observe` is told of each event the fast
-    /// path folds (an `open` hands payloads to JS meanwhile; a log read
-    /// record by record tells it nothing).
+    /// place (`LOG_REPLACED`).
     fn load(
         &self,
         key: &Key,
         handle: &mut Self::Handle,
         mode: LoadMode,
-        observe: Observe<'_>,
         policy: Policy<'_>,
     ) -> CoreResult<Option<Repaired>>;
     /// Create the log with its header and first batch, atomically and durably;
@@ -400,8 +396,7 @@ pub trait SessionStore: Send + Sync {
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log>;
     /// `load`, for a session object with `token`: when the load is the
     /// writer's, the store knows that object's log is the stored log.
-    /// `observe`: as `Backend::load`.
-    fn open(&self, key: &Key, writer: bool, token: u64, observe: Observe<'_>) -> CoreResult<Log>;
+    fn open(&self, key: &Key, writer: bool, token: u64) -> CoreResult<Log>;
     /// Where a flush of the session object `token` starts: the stored
     /// length when the store knows its log is that object's prefix.
     fn cursor(&self, id: &str, token: u64) -> Option<u64>;
@@ -521,6 +516,12 @@ impl<B: Backend> Store<B> {
         // A store that cannot write takes no lease: its loads are a
         // reader's, and its writes are refused before any lock file.
         self.backend.check_writable()?;
+        self.lease(key)
+    }
+
+    /// `take_lease` of a store known to be writable (in a backend's step,
+    /// which may hold what `check_writable` needs).
+    fn lease(&self, key: &Key) -> CoreResult<Option<Lease>> {
         let Some(path) = self.backend.lease_path(key) else {
             return Ok(None);
         };
@@ -534,7 +535,7 @@ impl<B: Backend> Store<B> {
     /// The stored log read as a reader: nothing written, nothing tracked.
     fn read_only(&self, key: &Key) -> CoreResult<Option<Loaded>> {
         let mut handle = B::Handle::default();
-        load_with(&self.backend, key, &mut handle, LoadMode::Read, None)
+        load_with(&self.backend, key, &mut handle, LoadMode::Read)
     }
 
     /// A load by `load` or `open` (`token`: the session object `open`
@@ -545,13 +546,7 @@ impl<B: Backend> Store<B> {
     /// the session it makes holds the stored log). While a live session of
     /// this store writes the session, a load is a reader's (SPEC 11.1: a
     /// read never wedges a writer); so is every other load (`read`).
-    fn load_as(
-        &self,
-        key: &Key,
-        writer: bool,
-        token: Option<u64>,
-        observe: Observe<'_>,
-    ) -> CoreResult<Log> {
+    fn load_as(&self, key: &Key, writer: bool, token: Option<u64>) -> CoreResult<Log> {
         self.check_open()?;
         let slot = self.slot(&key.id);
         let mut slot = lock(&slot);
@@ -572,14 +567,14 @@ impl<B: Backend> Store<B> {
             .as_ref()
             .is_some_and(|t| t.lease.is_some() || (own_lease && t.known.authoritative()));
         if !writer && !holds {
-            return self.read(key, observe);
+            return self.read(key);
         }
         let lease = match slot.as_mut().and_then(|t| t.lease.take()) {
             Some(held) => Some(held),
             None => self.take_lease(key)?,
         };
         let mut handle = B::Handle::default();
-        let loaded = match load_with(&self.backend, key, &mut handle, LoadMode::Repair, observe) {
+        let loaded = match load_with(&self.backend, key, &mut handle, LoadMode::Repair) {
             Ok(Some(loaded)) => loaded,
             other => {
                 if let Some(t) = slot.as_mut() {
@@ -610,23 +605,42 @@ impl<B: Backend> Store<B> {
         Ok(loaded.log)
     }
 
-    /// A reader's load: no lease taken or kept, nothing tracked. When the
-    /// log needs a repair (a torn tail, an interrupted turn), the repair is
-    /// made durable (SPEC 11) only if the lease is free, taken for that
-    /// step alone; otherwise it stays in what the load returns, as it does
-    /// when the durable repair fails (a read-only directory).
-    fn read(&self, key: &Key, observe: Observe<'_>) -> CoreResult<Log> {
+    /// A reader's load: no lease kept, nothing tracked. When the log needs
+    /// a repair (a torn tail, an interrupted turn), the step that read it
+    /// makes the repair durable (SPEC 11) only if the lease is free, taken
+    /// for that step alone; otherwise it stays in what the load returns, as
+    /// it does when the durable repair fails (a read-only directory). Only
+    /// a step that could not write it (storage moved before the lease was
+    /// taken, a write failed, PostgreSQL's lease is its own) reads again,
+    /// under the lease.
+    fn read(&self, key: &Key) -> CoreResult<Log> {
+        let (mut lease, mut again) = (None, true);
         let mut handle = B::Handle::default();
-        let read = load_with(&self.backend, key, &mut handle, LoadMode::Read, observe)?
+        let writable = self.backend.check_writable().is_ok();
+        let policy: Policy<'_> = &mut |r, writes| {
+            again = r.needs_write()
+                && writable
+                && match self.lease(key) {
+                    Ok(taken) => {
+                        lease = Some(taken);
+                        LoadMode::Repair.repair(r, writes).is_err()
+                    }
+                    Err(_) => false,
+                };
+            Ok(())
+        };
+        let read = self
+            .backend
+            .load(key, &mut handle, LoadMode::Read, policy)?
             .ok_or_else(|| not_found(&key.id))?;
-        if !read.unrepaired {
+        if !again || !read.needs_write() {
             return Ok(read.log);
         }
-        let Ok(lease) = self.take_lease(key) else {
+        let Ok(lease) = lease.map_or_else(|| self.take_lease(key), Ok) else {
             return Ok(read.log);
         };
         let mut handle = B::Handle::default();
-        let repaired = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None);
+        let repaired = load_with(&self.backend, key, &mut handle, LoadMode::Repair);
         let durable = self.backend.refusal(&handle).is_none();
         self.backend.let_go(key, &handle);
         drop(lease);
@@ -685,7 +699,7 @@ impl<B: Backend> Store<B> {
         }
         // Through the handle the store has: a backend refuses a log that is
         // not the one it had (`LOG_REPLACED`).
-        let loaded = load_with(&self.backend, key, &mut t.handle, mode, None)?
+        let loaded = load_with(&self.backend, key, &mut t.handle, mode)?
             .ok_or_else(|| not_found(&key.id))?;
         if let Some(refused) = self.backend.refusal(&t.handle) {
             return Err(refused);
@@ -824,24 +838,16 @@ pub(crate) fn load_with<B: Backend>(
     key: &Key,
     handle: &mut B::Handle,
     mode: LoadMode,
-    observe: Observe<'_>,
 ) -> CoreResult<Option<Loaded>> {
     let mut stored = None;
-    let repaired = backend.load(key, handle, mode, observe, &mut |r, writes| {
+    let repaired = backend.load(key, handle, mode, &mut |r, writes| {
         stored = Some(mode.repair(r, writes)?);
         Ok(())
     })?;
-    Ok(repaired.map(|r| {
-        // No policy ran: a reader's load, which wrote nothing.
-        let (stored, unrepaired) = match stored {
-            Some(n) => (n, n < r.log.len()),
-            None => (r.preserved, r.needs_write()),
-        };
-        Loaded {
-            log: r.log,
-            stored,
-            unrepaired,
-        }
+    // No policy ran: a load that wrote nothing.
+    Ok(repaired.map(|r| Loaded {
+        stored: stored.unwrap_or(r.preserved),
+        log: r.log,
     }))
 }
 
@@ -1072,8 +1078,7 @@ impl<B: Backend> SessionStore for Store<B> {
         if slot.is_none() {
             let lease = self.take_lease(key)?;
             let mut handle = B::Handle::default();
-            let Some(loaded) = load_with(&self.backend, key, &mut handle, LoadMode::Repair, None)?
-            else {
+            let Some(loaded) = load_with(&self.backend, key, &mut handle, LoadMode::Repair)? else {
                 return Err(not_found(&key.id));
             };
             let authoritative = self.backend.refusal(&handle).is_none();
@@ -1117,11 +1122,11 @@ impl<B: Backend> SessionStore for Store<B> {
     }
 
     fn load(&self, key: &Key, writer: bool) -> CoreResult<Log> {
-        self.load_as(key, writer, None, None)
+        self.load_as(key, writer, None)
     }
 
-    fn open(&self, key: &Key, writer: bool, token: u64, observe: Observe<'_>) -> CoreResult<Log> {
-        self.load_as(key, writer, Some(token), observe)
+    fn open(&self, key: &Key, writer: bool, token: u64) -> CoreResult<Log> {
+        self.load_as(key, writer, Some(token))
     }
 
     fn cursor(&self, id: &str, token: u64) -> Option<u64> {
@@ -1227,6 +1232,97 @@ impl<B: Backend> SessionStore for Store<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A backend that counts its loads.
+    struct Counted(jsonl::JsonlBackend, std::sync::atomic::AtomicUsize);
+
+    impl Backend for Counted {
+        type Handle = jsonl::JsonlHandle;
+        fn exists(&self, key: &Key) -> CoreResult<bool> {
+            self.0.exists(key)
+        }
+        fn lease_path(&self, key: &Key) -> Option<PathBuf> {
+            self.0.lease_path(key)
+        }
+        fn load(
+            &self,
+            key: &Key,
+            handle: &mut Self::Handle,
+            mode: LoadMode,
+            policy: Policy<'_>,
+        ) -> CoreResult<Option<Repaired>> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0.load(key, handle, mode, policy)
+        }
+        fn create_log(
+            &self,
+            key: &Key,
+            header: &SessionHeader,
+            batch: &Batch,
+            handle: &mut Self::Handle,
+        ) -> CoreResult<()> {
+            self.0.create_log(key, header, batch, handle)
+        }
+        fn append(
+            &self,
+            key: &Key,
+            batch: &Batch,
+            handle: &mut Self::Handle,
+        ) -> CoreResult<Result<(), Holds>> {
+            self.0.append(key, batch, handle)
+        }
+        fn list(&self) -> CoreResult<Vec<Listed>> {
+            self.0.list()
+        }
+        fn close(&self) {}
+    }
+
+    #[test]
+    fn a_reader_repairs_a_torn_log_in_the_one_read_when_the_lease_is_free() {
+        let root = std::env::temp_dir().join(format!("dsh-one-read-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let store = |root: &std::path::Path| {
+            Store::new(Counted(
+                jsonl::JsonlBackend::new(root.to_path_buf()),
+                Default::default(),
+            ))
+        };
+        let key = Key {
+            id: "s".into(),
+            file: "s".into(),
+        };
+        let header = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
+        let writer = store(&root);
+        writer
+            .create(&key, SessionHeader::from_line(header).unwrap())
+            .unwrap();
+        let events = r#"[{"type":"turn/start","seq":0,"time":1,"data":{"turn":0}},{"type":"user/message","seq":1,"time":1,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}]"#;
+        writer.append(&key, events).unwrap();
+        writer.close();
+        let path = root.join("_no-cwd").join("s.jsonl");
+        let mut torn = std::fs::read(&path).unwrap();
+        torn.extend_from_slice(br#"{"type":"assist"#);
+        // Another store holds the lease: the repair stays in memory.
+        std::fs::write(&path, &torn).unwrap();
+        let leases = Leases::new();
+        let lock = writer.backend().lease_path(&key).unwrap();
+        let held = leases.take(&lock, &lease::subject("s")).unwrap();
+        let reader = store(&root);
+        assert_eq!(reader.load(&key, false).unwrap().len(), 3);
+        assert_eq!(reader.backend().1.load(Ordering::SeqCst), 1);
+        assert_eq!(std::fs::read(&path).unwrap(), torn);
+        drop(held);
+        // The lease is free: one read, the repair made durable, the lease let go.
+        let reader = store(&root);
+        let log = reader.load(&key, false).unwrap();
+        assert_eq!(reader.backend().1.load(Ordering::SeqCst), 1);
+        assert_eq!(log.len(), 3);
+        let stored = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(stored, log.to_jsonl().unwrap());
+        let next = store(&root);
+        assert_eq!(next.load(&key, true).unwrap().len(), 3);
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn batches_report_the_first_defect() {

@@ -27,7 +27,6 @@ use super::{
     Policy, Repairs,
 };
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use conn::{Conn, ConnectFailure, Failure, Params};
 use schema::{schema_sql, schema_tables_sql, Found, TABLES};
@@ -470,7 +469,7 @@ impl PostgresBackend {
     /// has; `None` when it is not stored. Writes nothing.
     pub fn read_log(&self, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
         check_id(id)?;
-        self.tx_then(|tx| self.read(tx, id, None), false)
+        self.tx_then(|tx| self.read(tx, id), false)
     }
 
     /// How long the client waits for the answer to one statement.
@@ -885,12 +884,7 @@ impl PostgresBackend {
     }
 
     /// Read session `id` and repair it in memory; `None` when not stored.
-    fn read(
-        &self,
-        tx: &mut Tx<'_>,
-        id: &str,
-        observe: Observe<'_>,
-    ) -> CoreResult<Option<(Repaired, usize)>> {
+    fn read(&self, tx: &mut Tx<'_>, id: &str) -> CoreResult<Option<(Repaired, usize)>> {
         let Some(header) = self.header(tx, id)? else {
             return Ok(None);
         };
@@ -908,7 +902,7 @@ impl PostgresBackend {
             let rows = tx.query(&select, params)?;
             Ok(rows.iter().map(|r| values_text(values(r))).collect())
         };
-        read_rows(id, header, observe, &mut { tx }, splice, records).map(Some)
+        read_rows(id, header, &mut { tx }, splice, records).map(Some)
     }
 
     /// Take the lease of session `id` for this store (a new epoch), or say
@@ -1285,13 +1279,12 @@ impl Backend for PostgresBackend {
         key: &Key,
         handle: &mut PgHandle,
         mode: LoadMode,
-        observe: Observe<'_>,
         policy: Policy<'_>,
     ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         check_id(&key.id)?;
         let read_only =
-            |this: &Self| this.tx_then(|tx| Ok(this.read(tx, id, None)?.map(|(r, _)| r)), false);
+            |this: &Self| this.tx_then(|tx| Ok(this.read(tx, id)?.map(|(r, _)| r)), false);
         if mode == LoadMode::Read {
             return read_only(self);
         }
@@ -1308,7 +1301,7 @@ impl Backend for PostgresBackend {
                 Err(e) if e.kind() == Code::SessionInUse => return Ok(Some(Err(e))),
                 Err(e) => return Err(e),
             };
-            let Some((repaired, _)) = self.read(tx, id, observe)? else {
+            let Some((repaired, _)) = self.read(tx, id)? else {
                 return Ok(None);
             };
             policy(&repaired, &mut TxRepairs { of: self, tx, id })?;

@@ -8,7 +8,7 @@ use super::load::{self, Place, Repaired};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{event_text, push_event_text, read_event, EventSpans, EventText, ReadError};
 use crate::executor;
-use crate::log::{too_roomy, ArrivingPiece, Log, Observe, PIECE_BYTES};
+use crate::log::{too_roomy, ArrivingPiece, Log, PIECE_BYTES};
 use crate::session_header::SessionHeader;
 use std::sync::mpsc;
 
@@ -413,12 +413,11 @@ impl Splicer {
 pub(crate) fn read_rows<S>(
     id: &str,
     header: SessionHeader,
-    observe: Observe<'_>,
     source: &mut S,
     splice: impl FnOnce(&mut S, &mut Splicer) -> CoreResult<()>,
     records: impl FnOnce(&mut S) -> CoreResult<Vec<Option<String>>>,
 ) -> CoreResult<(Repaired, usize)> {
-    let (spliced, rows) = read_spliced(id, &header, observe, |splicer| splice(source, splicer))?;
+    let (spliced, rows) = read_spliced(id, &header, |splicer| splice(source, splicer))?;
     if let Some(repaired) = spliced {
         return Ok((repaired, rows));
     }
@@ -437,7 +436,6 @@ pub(crate) fn read_rows<S>(
 fn read_spliced(
     id: &str,
     header: &SessionHeader,
-    mut observe: Observe<'_>,
     splice: impl FnOnce(&mut Splicer) -> CoreResult<()>,
 ) -> CoreResult<(Option<Repaired>, usize)> {
     let (send, pieces) = mpsc::channel();
@@ -445,7 +443,7 @@ fn read_spliced(
         let fold = || {
             let verify =
                 |p: &SplicedRows, text: &str, i: usize, e: &EventText<'_>| p.holds(text, i, e);
-            Log::from_arriving(header.clone(), pieces, &verify, &mut observe)
+            Log::from_arriving(header.clone(), pieces, &verify)
         };
         let folding = executor::scoped(scope, "dsh-row-fold", fold);
         let mut splicer = Splicer {

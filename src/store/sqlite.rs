@@ -12,7 +12,6 @@ use super::{
     Policy, Repairs,
 };
 use crate::error::{Code, CoreError, CoreResult};
-use crate::log::Observe;
 use crate::session_header::SessionHeader;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, Transaction, TransactionBehavior};
@@ -170,7 +169,6 @@ pub fn read_session(
     conn: &Connection,
     path: &str,
     id: &str,
-    observe: Observe<'_>,
 ) -> CoreResult<Option<(Repaired, usize)>> {
     let Some(header) = read_header(conn, path, id)? else {
         return Ok(None);
@@ -186,7 +184,7 @@ pub fn read_session(
         Ok(())
     };
     let records = |conn: &mut &Connection| row_records(conn, path, id);
-    read_rows(id, header, observe, &mut { conn }, splice, records).map(Some)
+    read_rows(id, header, &mut { conn }, splice, records).map(Some)
 }
 
 static EVENT_ROWS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -542,26 +540,37 @@ impl Backend for SqliteBackend {
         key: &Key,
         _handle: &mut (),
         mode: LoadMode,
-        observe: Observe<'_>,
         policy: Policy<'_>,
     ) -> CoreResult<Option<Repaired>> {
         let id = key.id.as_str();
         if mode == LoadMode::Read {
-            // A reader: one consistent snapshot, the repair in memory only.
+            // A reader: one consistent snapshot; a write of the policy's
+            // fails unless the database is still that snapshot (WAL's
+            // SQLITE_BUSY_SNAPSHOT, or the shared lock the read holds).
             return self.with(|conn| {
                 if !has_sessions(conn, &self.path)? {
                     return Ok(None);
                 }
                 let tx = conn.transaction().map_err(|e| self.err(e))?;
-                let read = read_session(&tx, &self.path, id, observe);
-                drop(tx);
-                Ok(read?.map(|(repaired, _)| repaired))
+                let Some((repaired, _)) = read_session(&tx, &self.path, id)? else {
+                    return Ok(None);
+                };
+                policy(
+                    &repaired,
+                    &mut TxRepairs {
+                        of: self,
+                        tx: &tx,
+                        id,
+                    },
+                )?;
+                tx.commit().map_err(|e| self.err(e))?;
+                Ok(Some(repaired))
             });
         }
         self.with_writable(|conn| {
             // One immediate transaction: the rows read are the rows repaired.
             self.commit(conn, |tx| {
-                let Some((repaired, _)) = read_session(tx, &self.path, id, observe)? else {
+                let Some((repaired, _)) = read_session(tx, &self.path, id)? else {
                     return Ok(None);
                 };
                 policy(&repaired, &mut TxRepairs { of: self, tx, id })?;
@@ -736,7 +745,7 @@ mod tests {
             })
             .map_err(|e| e.to_string())
         };
-        let fast = summary(read_session(&conn, "db", "s", None).map(|r| r.unwrap()));
+        let fast = summary(read_session(&conn, "db", "s").map(|r| r.unwrap()));
         let header = read_header(&conn, "db", "s").unwrap().unwrap();
         let slow = summary(row_by_row(&conn, "db", "s", header));
         assert_eq!(fast, slow);
@@ -816,7 +825,7 @@ mod tests {
         })
         .unwrap();
         b.append(&key, &batch(1, 80), &mut ()).unwrap().unwrap();
-        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair)
             .unwrap()
             .unwrap()
             .log;
@@ -850,7 +859,7 @@ mod tests {
         };
         b.create_log(&key, &SessionHeader::minimal("long", 1.0), &batch, &mut ())
             .unwrap();
-        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair)
             .unwrap()
             .unwrap()
             .log;
@@ -879,7 +888,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(
-            load_with(&b, &key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair)
                 .unwrap()
                 .unwrap()
                 .log
@@ -1006,14 +1015,14 @@ mod tests {
         };
         b.create_log(&key, &header, &batch, &mut ()).unwrap();
         assert!(b.exists(&key).unwrap());
-        let log = load_with(&b, &key, &mut (), LoadMode::Repair, None)
+        let log = load_with(&b, &key, &mut (), LoadMode::Repair)
             .unwrap()
             .unwrap()
             .log;
         // The open turn is closed by the load, durably.
         assert_eq!(log.len(), 2);
         assert_eq!(
-            load_with(&b, &key, &mut (), LoadMode::Repair, None)
+            load_with(&b, &key, &mut (), LoadMode::Repair)
                 .unwrap()
                 .unwrap()
                 .log

@@ -430,19 +430,13 @@ impl<'a> Scanner<'a> {
 /// but not an object.
 pub fn read_record(text: &str) -> Scan<Option<Vec<(&str, &str)>>> {
     let mut s = Scanner::new(text, MAX_NESTING);
-    s.ws();
     let mut fields = Vec::new();
-    let is_object = s.peek() == Some(b'{');
-    if is_object {
-        s.members(0, &mut fields)?;
-    } else {
-        s.skip_value(0)?;
-    }
+    s.value(0, Some(&mut fields))?;
     s.end()?;
     if s.lossy {
         return Err(TextDefect::NotLossless);
     }
-    Ok(is_object.then_some(fields))
+    Ok(text.trim_start().starts_with('{').then_some(fields))
 }
 
 /// Check that `text` is one JSON value (a payload) that `JSON.parse` reads

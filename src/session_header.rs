@@ -86,21 +86,16 @@ fn record<'a>(first: &str, members: impl Iterator<Item = &'a (&'a str, &'a str)>
         json.push_str(key);
         json.push_str("\":");
         // The value without the white space between its tokens.
-        let mut in_string = false;
-        let mut escaped = false;
-        for c in value.chars() {
-            if escaped {
-                escaped = false;
-            } else if in_string {
-                escaped = c == '\\';
-                in_string = c != '"';
-            } else if c == '"' {
-                in_string = true;
-            } else if c.is_ascii_whitespace() {
-                continue;
-            }
-            json.push(c);
-        }
+        let (mut in_string, mut escaped) = (false, false);
+        json.extend(value.chars().filter(|&c| {
+            let keep = in_string || !c.is_ascii_whitespace();
+            (in_string, escaped) = if in_string {
+                (escaped || c != '"', !escaped && c == '\\')
+            } else {
+                (c == '"', false)
+            };
+            keep
+        }));
     }
     json.push('}');
     json
@@ -135,18 +130,12 @@ impl SessionHeader {
 
     /// The default header `{version: 0, id, createdAt}`.
     pub fn minimal(id: &str, created_at: f64) -> SessionHeader {
-        // A JS number's JSON text (`Date.now()`: an integer).
-        let created_at = match created_at {
-            0.0 => "0".to_string(), // -0 too
-            n if n.is_finite() => n.to_string(),
-            _ => "null".to_string(),
-        };
+        // `Date.now()` (an integer, printed without a fraction); + 0.0 turns -0 into 0.
+        let (quoted, created_at) = (quote(id), created_at + 0.0);
+        let json = format!(r#"{{"version":0,"id":{quoted},"createdAt":{created_at}}}"#);
         SessionHeader {
             id: id.to_string(),
-            json: format!(
-                "{{\"version\":0,\"id\":{},\"createdAt\":{created_at}}}",
-                quote(id)
-            ),
+            json,
         }
     }
 
@@ -164,9 +153,9 @@ impl SessionHeader {
             h.json.push_str(",\"cwd\":");
             h.json.push_str(cwd);
         }
+        let parent = quote(&parent.id);
         h.json.push_str(&format!(
-            ",\"parentSession\":{},\"seedLength\":{seed_length}}}",
-            quote(&parent.id)
+            r#","parentSession":{parent},"seedLength":{seed_length}}}"#
         ));
         h
     }
@@ -203,11 +192,7 @@ impl SessionHeader {
         // Logs written before the header carried a version are v0. Stored
         // headers are taken as written (recorded logs may carry placeholder
         // paths); only the constructor enforces the field rules.
-        let first = if version.is_none() {
-            "\"version\":0"
-        } else {
-            ""
-        };
+        let first = version.map_or("\"version\":0", |_| "");
         let json = record(first, members.iter().filter(|(k, _)| !key_is(k, "type")));
         Ok(SessionHeader { id, json })
     }

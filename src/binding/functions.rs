@@ -45,19 +45,15 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
         let replacements: Vec<String> = replacements
             .iter()
             .map(|r| {
+                let (seq, start, end, shadowed) = (r.seq, r.start, r.end, seqs(&r.shadowed));
                 format!(
-                    "{{\"seq\":{},\"start\":{},\"end\":{},\"shadowedSeqs\":[{}]}}",
-                    r.seq,
-                    r.start,
-                    r.end,
-                    seqs(&r.shadowed)
+                    r#"{{"seq":{seq},"start":{start},"end":{end},"shadowedSeqs":[{shadowed}]}}"#
                 )
             })
             .collect();
+        let (nodes, replacements) = (seqs(&nodes), replacements.join(","));
         Ok(format!(
-            "{{\"nodes\":[{}],\"replacements\":[{}]}}",
-            seqs(&nodes),
-            replacements.join(",")
+            r#"{{"nodes":[{nodes}],"replacements":[{replacements}]}}"#
         ))
     })
 }

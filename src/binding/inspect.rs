@@ -30,15 +30,11 @@ fn torn_json(torn: &TornRecord) -> String {
         Place::Line(line) => ("line", line),
         Place::Row(row) => ("row", row),
     };
+    let (seq, cause, text) = (torn.seq, quote(&torn.cause), quote(&torn.text));
     let bytes = torn
         .bytes
-        .map_or(String::new(), |b| format!(",\"bytes\":{b}"));
-    format!(
-        "{{\"{place}\":{at},\"seq\":{},\"cause\":{},\"text\":{}{bytes}}}",
-        torn.seq,
-        quote(&torn.cause),
-        quote(&torn.text)
-    )
+        .map_or(String::new(), |b| format!(r#","bytes":{b}"#));
+    format!(r#"{{"{place}":{at},"seq":{seq},"cause":{cause},"text":{text}{bytes}}}"#)
 }
 
 #[napi]
@@ -68,12 +64,8 @@ impl LoadReport {
         call(&env, || {
             let violation = self.stored.first_violation(repaired)?;
             Ok(violation.map(|v| {
-                format!(
-                    "{{\"message\":{},\"code\":\"{}\",\"seq\":{}}}",
-                    quote(&v.error.to_string()),
-                    v.error.code(),
-                    v.seq
-                )
+                let (message, code, seq) = (quote(&v.error.to_string()), v.error.code(), v.seq);
+                format!(r#"{{"message":{message},"code":"{code}","seq":{seq}}}"#)
             }))
         })
     }

@@ -4,11 +4,25 @@
 //! two texts as JSON. (JavaScript values are snapshotted on the JS side,
 //! the only side that sees getters, prototypes and sparse arrays.)
 
-use serde_json::Value;
-
 /// `JSON.stringify(s)` for a string.
 pub fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""))
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\0'..='\u{1f}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Whether two JSON texts the scanner read are equal as JSON ("canonical
@@ -65,29 +79,6 @@ fn canonical_eq_at(a: &str, b: &str, depth: usize) -> bool {
     }
 }
 
-/// Whether a JSON number is a non-negative safe integer (`Number.isSafeInteger(n) && n >= 0`).
-pub fn as_seq(v: &Value) -> Option<u64> {
-    let n = v.as_number()?;
-    number_as_seq(n)
-}
-
-/// The same test over a `serde_json::Number`.
-pub fn number_as_seq(n: &serde_json::Number) -> Option<u64> {
-    const MAX_SAFE: u64 = (1u64 << 53) - 1;
-    if let Some(u) = n.as_u64() {
-        return (u <= MAX_SAFE).then_some(u);
-    }
-    if n.as_i64().is_some() {
-        return None;
-    }
-    let f = n.as_f64()?;
-    if f.fract() == 0.0 && (0.0..=MAX_SAFE as f64).contains(&f) {
-        Some(f as u64)
-    } else {
-        None
-    }
-}
-
 /// A raw JSON number text (already read by the scanner) that is a
 /// non-negative safe integer, as `JSON.parse` reads it: `3`, `3.0`, `3e0`.
 pub fn seq_of_text(raw: &str) -> Option<u64> {
@@ -110,7 +101,6 @@ pub fn seq_of_text(raw: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn canonical_text_equality_ignores_key_order_and_reads_what_serde_cannot() {
@@ -139,11 +129,26 @@ mod tests {
 
     #[test]
     fn seqs_are_non_negative_safe_integers() {
-        assert_eq!(as_seq(&json!(3)), Some(3));
-        assert_eq!(as_seq(&json!(3.0)), Some(3));
-        assert_eq!(as_seq(&json!(-1)), None);
-        assert_eq!(as_seq(&json!(1.5)), None);
-        assert_eq!(as_seq(&json!(9007199254740992u64)), None);
-        assert_eq!(as_seq(&json!("1")), None);
+        assert_eq!(seq_of_text("3"), Some(3));
+        assert_eq!(seq_of_text("3.0"), Some(3));
+        assert_eq!(seq_of_text("3e0"), Some(3));
+        assert_eq!(seq_of_text("-1"), None);
+        assert_eq!(seq_of_text("1.5"), None);
+        assert_eq!(seq_of_text("9007199254740992"), None);
+        assert_eq!(seq_of_text("\"1\""), None);
+    }
+
+    #[test]
+    fn quotes_as_json_stringify_does() {
+        for s in [
+            "",
+            "plain",
+            "a\"b\\c",
+            "\n\r\t\u{8}\u{c}\u{1}\u{1f} \u{7f}",
+            "é\u{2028}😀",
+        ] {
+            assert_eq!(quote(s), serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+        assert_eq!(quote("\u{1}"), r#""\u0001""#);
     }
 }

@@ -424,19 +424,27 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The members (raw key and value texts, in order) of `text`, a record
+/// read with every rule (a session header): `Err` when it is not lossless
+/// JSON nesting at most `MAX_NESTING` levels, `Ok(None)` when it is JSON
+/// but not an object.
+pub fn read_record(text: &str) -> Scan<Option<Vec<(&str, &str)>>> {
+    let mut s = Scanner::new(text, MAX_NESTING);
+    let mut fields = Vec::new();
+    s.value(0, Some(&mut fields))?;
+    s.end()?;
+    if s.lossy {
+        return Err(TextDefect::NotLossless);
+    }
+    Ok(text.trim_start().starts_with('{').then_some(fields))
+}
+
 /// Check that `text` is one JSON value (a payload) that `JSON.parse` reads
 /// losslessly and that nests at most `MAX_NESTING` levels (the tests' view
 /// of the rules every read applies).
 #[cfg(test)]
 pub fn check_value(text: &str) -> Scan<()> {
-    let mut s = Scanner::new(text, MAX_NESTING);
-    s.skip_value(0)?;
-    s.end()?;
-    if s.lossy {
-        Err(TextDefect::NotLossless)
-    } else {
-        Ok(())
-    }
+    read_record(text).map(drop)
 }
 
 /// The members (raw key and value texts, in order) of `text` when it is a

@@ -1,27 +1,29 @@
 //! The session header (SPEC 3, 11): format version, identity, creation time
-//! and lineage, kept as the ordered JSON record it was given as.
+//! and lineage, kept as the JSON text of the record it was given as (its
+//! members in their order, numbers as written), read by the one reader
+//! (`scan`).
 
 use crate::error::{Code, CoreError, CoreResult};
-use crate::json::{as_seq, quote};
-use serde_json::{Map, Value};
-
-/// The format version this build reads and writes.
-pub const SESSION_FORMAT_VERSION: u64 = 0;
+use crate::json::{quote, seq_of_text};
+use crate::scan::{
+    key_is, member, object_members, read_record, string_is, string_lossy, string_value,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionHeader {
     id: String,
-    record: Map<String, Value>,
+    /// The record as compact JSON text; never empty (it holds the id).
+    json: String,
 }
 
-/// `String(value)` as JavaScript would print a JSON value in a message.
-fn js_string(v: Option<&Value>) -> String {
-    match v {
+/// `String(value)` as JavaScript would print a JSON value (its text) in a message.
+fn js_string(raw: Option<&str>) -> String {
+    match raw {
         None => "undefined".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(_)) => "[array]".into(),
-        Some(Value::Object(_)) => "[object Object]".into(),
-        Some(other) => other.to_string(),
+        Some(r) if r.starts_with('"') => string_lossy(r).unwrap_or_default(),
+        Some(r) if r.starts_with('[') => "[array]".into(),
+        Some(r) if r.starts_with('{') => "[object Object]".into(),
+        Some(r) => r.to_string(),
     }
 }
 
@@ -41,34 +43,31 @@ fn invalid(msg: String) -> CoreError {
 }
 
 /// The field rules of SPEC 3 over a record whose version and id are checked.
-fn check_fields(record: &Map<String, Value>) -> CoreResult<()> {
-    match record.get("createdAt") {
-        Some(Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => {}
-        _ => {
-            return Err(invalid(
-                "session header createdAt must be a finite number".into(),
-            ))
-        }
+fn check_fields(members: &[(&str, &str)]) -> CoreResult<()> {
+    let field = |name| member(members, name);
+    // A number the scanner accepted is finite.
+    if !field("createdAt").is_some_and(|n| n.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
+    {
+        return Err(invalid(
+            "session header createdAt must be a finite number".into(),
+        ));
     }
-    if let Some(cwd) = record.get("cwd") {
-        let Some(cwd) = cwd.as_str() else {
+    if let Some(cwd) = field("cwd") {
+        let Some(cwd) = string_lossy(cwd) else {
             return Err(invalid("session header cwd must be a string".into()));
         };
-        if !is_absolute_path(cwd) {
+        if !is_absolute_path(&cwd) {
             return Err(invalid(format!(
                 "session header cwd must be an absolute path, got \"{cwd}\""
             )));
         }
     }
-    if record.get("parentSession").is_some_and(|p| !p.is_string()) {
+    if field("parentSession").is_some_and(|p| !p.starts_with('"')) {
         return Err(invalid(
             "session header parentSession must be a string".into(),
         ));
     }
-    if record
-        .get("seedLength")
-        .is_some_and(|s| as_seq(s).is_none())
-    {
+    if field("seedLength").is_some_and(|s| seq_of_text(s).is_none()) {
         return Err(invalid(
             "session header seedLength must be a non-negative safe integer".into(),
         ));
@@ -76,45 +75,67 @@ fn check_fields(record: &Map<String, Value>) -> CoreResult<()> {
     Ok(())
 }
 
+/// The compact JSON text of a record: `first` (member text), then `members`.
+fn record<'a>(first: &str, members: impl Iterator<Item = &'a (&'a str, &'a str)>) -> String {
+    let mut json = format!("{{{first}");
+    for (key, value) in members {
+        if json.len() > 1 {
+            json.push(',');
+        }
+        json.push('"');
+        json.push_str(key);
+        json.push_str("\":");
+        // The value without the white space between its tokens.
+        let (mut in_string, mut escaped) = (false, false);
+        json.extend(value.chars().filter(|&c| {
+            let keep = in_string || !c.is_ascii_whitespace();
+            (in_string, escaped) = if in_string {
+                (escaped || c != '"', !escaped && c == '\\')
+            } else {
+                (c == '"', false)
+            };
+            keep
+        }));
+    }
+    json.push('}');
+    json
+}
+
 impl SessionHeader {
     /// A header given to `new Session(id, seed, header)`, as JSON text.
     pub fn from_json(id: &str, text: &str) -> CoreResult<SessionHeader> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|_| invalid("session header is not losslessly JSON-serializable".into()))?;
-        let Value::Object(record) = value else {
-            return Err(invalid("session header is not a plain JSON record".into()));
-        };
-        let version = record.get("version");
-        if version.and_then(Value::as_u64) != Some(SESSION_FORMAT_VERSION)
-            || version.and_then(Value::as_f64) != Some(0.0)
-        {
+        let members = read_record(text)
+            .map_err(|_| invalid("session header is not losslessly JSON-serializable".into()))?
+            .ok_or_else(|| invalid("session header is not a plain JSON record".into()))?;
+        let version = member(&members, "version");
+        if version != Some("0") {
             return Err(invalid(format!(
                 "session header version must be 0, got {}",
                 js_string(version)
             )));
         }
-        if record.get("id").and_then(Value::as_str) != Some(id) {
+        let given = member(&members, "id");
+        if given.and_then(string_value).as_deref() != Some(id) {
             return Err(invalid(format!(
                 "session header id \"{}\" does not match session id \"{id}\"",
-                js_string(record.get("id"))
+                js_string(given)
             )));
         }
-        check_fields(&record)?;
+        check_fields(&members)?;
         Ok(SessionHeader {
             id: id.to_string(),
-            record,
+            json: record("", members.iter()),
         })
     }
 
     /// The default header `{version: 0, id, createdAt}`.
     pub fn minimal(id: &str, created_at: f64) -> SessionHeader {
-        let mut record = Map::new();
-        record.insert("version".into(), Value::from(SESSION_FORMAT_VERSION));
-        record.insert("id".into(), Value::from(id));
-        record.insert("createdAt".into(), number(created_at));
+        // `Date.now()` (an integer, printed without a fraction); + 0.0 turns -0 into 0.
+        let (quoted, created_at) = (quote(id), created_at + 0.0);
+        let json = format!(r#"{{"version":0,"id":{quoted},"createdAt":{created_at}}}"#);
         SessionHeader {
             id: id.to_string(),
-            record,
+            json,
         }
     }
 
@@ -127,13 +148,15 @@ impl SessionHeader {
         seed_length: usize,
     ) -> SessionHeader {
         let mut h = SessionHeader::minimal(id, created_at);
-        if let Some(cwd) = parent.record.get("cwd") {
-            h.record.insert("cwd".into(), cwd.clone());
+        h.json.pop();
+        if let Some(cwd) = parent.member("cwd") {
+            h.json.push_str(",\"cwd\":");
+            h.json.push_str(cwd);
         }
-        h.record
-            .insert("parentSession".into(), Value::from(parent.id.as_str()));
-        h.record
-            .insert("seedLength".into(), Value::from(seed_length as u64));
+        let parent = quote(&parent.id);
+        h.json.push_str(&format!(
+            r#","parentSession":{parent},"seedLength":{seed_length}}}"#
+        ));
         h
     }
 
@@ -145,93 +168,67 @@ impl SessionHeader {
                 "corrupt session log: first line is not a session header",
             )
         };
-        let Ok(Value::Object(mut record)) = serde_json::from_str::<Value>(line) else {
+        let Ok(Some(members)) = read_record(line) else {
             return Err(not_header());
         };
-        if record.get("type").and_then(Value::as_str) != Some("session") {
+        let field = |name| member(&members, name);
+        if !field("type").is_some_and(|t| string_is(t, "session")) {
             return Err(not_header());
         }
-        record.shift_remove("type");
-        let Some(id) = record.get("id").and_then(Value::as_str).map(str::to_string) else {
+        let Some(id) = field("id").and_then(string_value) else {
             return Err(not_header());
         };
-        let version = record.get("version");
-        match version {
-            // Logs written before the header carried a version are v0.
-            None => {
-                let mut normalized = Map::with_capacity(record.len() + 1);
-                normalized.insert("version".into(), Value::from(SESSION_FORMAT_VERSION));
-                normalized.extend(record);
-                record = normalized;
-            }
-            Some(v) if v.as_f64() == Some(0.0) => {}
-            Some(v) => {
-                return Err(CoreError::new(
-                    Code::UnsupportedVersion,
-                    format!(
-                        "unsupported session format version {} for {} (only v0 is supported)",
-                        js_string(Some(v)),
-                        quote(&id)
-                    ),
-                ))
-            }
+        let version = field("version");
+        if version.is_some_and(|v| seq_of_text(v) != Some(0)) {
+            return Err(CoreError::new(
+                Code::UnsupportedVersion,
+                format!(
+                    "unsupported session format version {} for {} (only v0 is supported)",
+                    js_string(version),
+                    quote(&id)
+                ),
+            ));
         }
-        // Stored headers are taken as written (recorded logs may carry
-        // placeholder paths); only the constructor enforces the field rules.
-        Ok(SessionHeader { id, record })
+        // Logs written before the header carried a version are v0. Stored
+        // headers are taken as written (recorded logs may carry placeholder
+        // paths); only the constructor enforces the field rules.
+        let first = version.map_or("\"version\":0", |_| "");
+        let json = record(first, members.iter().filter(|(k, _)| !key_is(k, "type")));
+        Ok(SessionHeader { id, json })
     }
 
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        self.record.get(key)
+    /// A member's JSON text (the last of duplicate keys, as `JSON.parse` keeps).
+    pub fn member(&self, key: &str) -> Option<&str> {
+        object_members(&self.json).and_then(|members| member(&members, key))
     }
 
     /// A member that is an integer JSON number (a store's INTEGER column).
     pub fn int(&self, key: &str) -> Option<i64> {
-        self.record.get(key).and_then(Value::as_i64)
+        self.member(key)?.parse().ok()
     }
 
     /// A member that is a JSON string (a store's TEXT column).
-    pub fn text(&self, key: &str) -> Option<&str> {
-        self.record.get(key).and_then(Value::as_str)
-    }
-
-    /// A member's JSON text (for a message).
-    pub fn member_json(&self, key: &str) -> Option<String> {
-        self.record.get(key).map(Value::to_string)
+    pub fn text(&self, key: &str) -> Option<String> {
+        self.member(key).and_then(string_value)
     }
 
     /// A member that is a JSON number, as JavaScript reads it.
     pub fn number(&self, key: &str) -> Option<f64> {
-        self.record.get(key).and_then(Value::as_f64)
+        self.member(key)?.parse().ok()
     }
 
     /// The header record as JSON text (what `session.header` shows).
-    pub fn json(&self) -> String {
-        Value::Object(self.record.clone()).to_string()
+    pub fn json(&self) -> &str {
+        &self.json
     }
 
     /// The JSONL header line (without its newline).
     pub fn line(&self) -> String {
-        let body = self.json();
-        if body.len() <= 2 {
-            return "{\"type\":\"session\"}".into();
-        }
-        format!("{{\"type\":\"session\",{}", &body[1..])
-    }
-}
-
-/// A JSON number for a JS number (integers stay integers).
-fn number(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n)
-            .map(Value::Number)
-            .unwrap_or(Value::Null)
+        format!("{{\"type\":\"session\",{}", &self.json[1..])
     }
 }
 
@@ -308,6 +305,45 @@ mod tests {
         assert_eq!(
             msg(SessionHeader::from_line(r#"{"type":"turn/start","seq":0}"#)),
             "corrupt session log: first line is not a session header"
+        );
+    }
+
+    #[test]
+    fn keeps_the_record_as_written() {
+        // Key order, number text and escapes as given; white space dropped.
+        let given = r#"{"version":0,"id":"a","createdAt":1.5e-7,"z":1e+21,"k\u0041":"\ud800\/","n":[{"d":[[]]}]}"#;
+        let h = SessionHeader::from_json("a", given).unwrap();
+        assert_eq!(h.json(), given);
+        assert_eq!(SessionHeader::from_line(&h.line()).unwrap(), h);
+        let spaced = SessionHeader::from_line(
+            "{ \"type\" : \"session\", \"id\": \"s\", \"a\": [ 1, \" x \\\" \" ], \"version\":0 }",
+        )
+        .unwrap();
+        assert_eq!(spaced.json(), r#"{"id":"s","a":[1," x \" "],"version":0}"#);
+        // The last of duplicate keys counts, as in JSON.parse.
+        let dup = SessionHeader::from_line(r#"{"type":"session","id":"s","cwd":"/a","cwd":"/b"}"#);
+        assert_eq!(dup.unwrap().text("cwd").as_deref(), Some("/b"));
+        // Nesting past serde's 128 levels is read; -0 and past 1000 levels are not lossless.
+        let deep = |n: usize| {
+            format!(
+                r#"{{"version":0,"id":"a","createdAt":1,"x":{}{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            )
+        };
+        assert!(SessionHeader::from_json("a", &deep(999)).is_ok());
+        let lossy = "session header is not losslessly JSON-serializable";
+        assert_eq!(msg(SessionHeader::from_json("a", &deep(1000))), lossy);
+        assert_eq!(
+            msg(SessionHeader::from_json(
+                "a",
+                r#"{"version":0,"id":"a","createdAt":-0}"#
+            )),
+            lossy
+        );
+        assert_eq!(
+            msg(SessionHeader::from_json("a", "[]")),
+            "session header is not a plain JSON record"
         );
     }
 

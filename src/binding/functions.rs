@@ -10,7 +10,6 @@ use crate::surface::fold;
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
-use serde_json::{json, Value};
 
 #[napi(js_name = "isSurfaceEligibleType")]
 pub fn is_surface_eligible_type_js(env: Env, ty: String) -> Result<bool> {
@@ -23,11 +22,20 @@ pub fn is_surface_eligible_type_js(env: Env, ty: String) -> Result<bool> {
 pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
     call(&env, || {
         let (nodes, replacements) = fold(&rows)?;
-        let replacements: Vec<Value> = replacements
-            .into_iter()
-            .map(|r| json!({"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": r.shadowed}))
+        let seqs = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        let replacements: Vec<String> = replacements
+            .iter()
+            .map(|r| {
+                let (seq, start, end, shadowed) = (r.seq, r.start, r.end, seqs(&r.shadowed));
+                format!(
+                    r#"{{"seq":{seq},"start":{start},"end":{end},"shadowedSeqs":[{shadowed}]}}"#
+                )
+            })
             .collect();
-        Ok(json!({"nodes": nodes, "replacements": replacements}).to_string())
+        let (nodes, replacements) = (seqs(&nodes), replacements.join(","));
+        Ok(format!(
+            r#"{{"nodes":[{nodes}],"replacements":[{replacements}]}}"#
+        ))
     })
 }
 

@@ -6,11 +6,11 @@
 use super::call;
 use super::session::NativeSession;
 use super::store::{same, task, StorePromise};
+use crate::json::quote;
 use crate::session_header::SessionHeader;
 use crate::store::inspect::{self, Leased, Place, StoredLog, TornRecord};
 use napi::{Env, Result};
 use napi_derive::napi;
-use serde_json::{Map, Value};
 use std::path::Path;
 
 /// A log read by the CLI: the repair plan, and the log as stored (kept
@@ -26,18 +26,15 @@ fn report(stored: StoredLog) -> LoadReport {
 
 /// `{line | row, seq, cause, text, bytes?}`.
 fn torn_json(torn: &TornRecord) -> String {
-    let mut o = Map::new();
-    match torn.place {
-        Place::Line(line) => o.insert("line".into(), line.into()),
-        Place::Row(row) => o.insert("row".into(), row.into()),
+    let (place, at) = match torn.place {
+        Place::Line(line) => ("line", line),
+        Place::Row(row) => ("row", row),
     };
-    o.insert("seq".into(), torn.seq.into());
-    o.insert("cause".into(), torn.cause.clone().into());
-    o.insert("text".into(), torn.text.clone().into());
-    if let Some(bytes) = torn.bytes {
-        o.insert("bytes".into(), bytes.into());
-    }
-    Value::Object(o).to_string()
+    let (seq, cause, text) = (torn.seq, quote(&torn.cause), quote(&torn.text));
+    let bytes = torn
+        .bytes
+        .map_or(String::new(), |b| format!(r#","bytes":{b}"#));
+    format!(r#"{{"{place}":{at},"seq":{seq},"cause":{cause},"text":{text}{bytes}}}"#)
 }
 
 #[napi]
@@ -67,8 +64,8 @@ impl LoadReport {
         call(&env, || {
             let violation = self.stored.first_violation(repaired)?;
             Ok(violation.map(|v| {
-                serde_json::json!({"message": v.error.to_string(), "code": v.error.code(), "seq": v.seq})
-                    .to_string()
+                let (message, code, seq) = (quote(&v.error.to_string()), v.error.code(), v.seq);
+                format!(r#"{{"message":{message},"code":"{code}","seq":{seq}}}"#)
             }))
         })
     }
@@ -98,7 +95,7 @@ impl LoadReport {
 
 /// `[header, ...]` as JSON text.
 fn headers_json(headers: Vec<SessionHeader>) -> String {
-    let headers: Vec<String> = headers.iter().map(SessionHeader::json).collect();
+    let headers: Vec<&str> = headers.iter().map(SessionHeader::json).collect();
     format!("[{}]", headers.join(","))
 }
 

@@ -240,7 +240,7 @@ impl NativeSession {
 
     #[napi(js_name = "headerJson")]
     pub fn header_json(&self, env: Env) -> Result<String> {
-        call(&env, || Ok(self.log.header().json()))
+        call(&env, || Ok(self.log.header().json().to_string()))
     }
 
     /// Validate and commit one live append. Returns the surface effect, 0

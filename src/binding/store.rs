@@ -172,7 +172,7 @@ fn loaded_json(log: Log) -> CoreResult<String> {
 
 /// `[header, ...]` for `list`.
 fn listed_json(listed: Vec<Listed>) -> String {
-    let headers: Vec<String> = listed.iter().map(|l| l.header.json()).collect();
+    let headers: Vec<&str> = listed.iter().map(|l| l.header.json()).collect();
     format!("[{}]", headers.join(","))
 }
 

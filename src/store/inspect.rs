@@ -17,7 +17,6 @@ use crate::log::Log;
 use crate::session_header::SessionHeader;
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
-use serde_json::Value;
 use std::fs::OpenOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -165,25 +164,26 @@ fn torn_jsonl(bytes: &[u8], committed: u64, preserved: usize) -> Option<TornReco
 /// The first event row a SQLite repair drops (row `preserved + 1` in seq
 /// order), its columns shown as JSON values.
 fn torn_sqlite(conn: &Connection, id: &str, preserved: usize) -> Option<TornRecord> {
-    let (seq, ty, data): (Value, Value, Value) = conn
+    let (seq, ty, data) = conn
         .query_row(
             "SELECT seq, type, data FROM events WHERE session_id = ?1 ORDER BY seq LIMIT 1 OFFSET ?2",
             rusqlite::params![id, preserved as i64],
             |r| {
-                let value = |v: ValueRef<'_>| match v {
-                    ValueRef::Null => Value::Null,
-                    ValueRef::Integer(i) => Value::from(i),
-                    ValueRef::Real(f) => Value::from(f),
+                let json = |v: ValueRef<'_>| match v {
+                    ValueRef::Integer(i) => i.to_string(),
+                    ValueRef::Real(f) if f.is_finite() => format!("{f:?}"),
                     ValueRef::Text(t) | ValueRef::Blob(t) => {
-                        Value::String(String::from_utf8_lossy(t).into_owned())
+                        crate::json::quote(&String::from_utf8_lossy(t))
                     }
+                    _ => "null".into(),
                 };
-                Ok((value(r.get_ref(0)?), value(r.get_ref(1)?), value(r.get_ref(2)?)))
+                Ok((json(r.get_ref(0)?), json(r.get_ref(1)?), json(r.get_ref(2)?)))
             },
         )
         .ok()?;
-    let cause = match seq.as_u64() {
-        Some(s) if s != preserved as u64 => {
+    // An INTEGER seq (a REAL's text has a point or an exponent).
+    let cause = match seq.parse::<u64>() {
+        Ok(s) if s != preserved as u64 => {
             format!("breaks the seq order (expected seq {preserved}, got {s})")
         }
         _ => "does not form an event from its columns".to_string(),

@@ -214,7 +214,7 @@ fn check_file_name(file: &str) -> CoreResult<()> {
     }
 }
 
-fn cwd_of(header: &SessionHeader) -> Option<&str> {
+fn cwd_of(header: &SessionHeader) -> Option<String> {
     header.text("cwd")
 }
 
@@ -720,7 +720,7 @@ impl Backend for JsonlBackend {
         batch: &Batch,
         handle: &mut JsonlHandle,
     ) -> CoreResult<()> {
-        let path = self.locate(cwd_of(header), &key.file)?;
+        let path = self.locate(cwd_of(header).as_deref(), &key.file)?;
         let dir = path.parent().unwrap_or(&self.root).to_path_buf();
         self.ensure_dir(&dir)?;
         // One temporary name per session: the writer holds the session's

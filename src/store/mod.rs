@@ -450,20 +450,15 @@ fn different_history(id: &str, why: &str) -> CoreError {
 /// A header a store can write: SQLite keeps `createdAt` as an INTEGER, so
 /// every store requires a non-negative safe integer.
 pub fn check_persistable(header: &SessionHeader) -> CoreResult<()> {
-    if header
-        .get("createdAt")
-        .and_then(crate::json::as_seq)
-        .is_some()
-    {
+    let created_at = header.member("createdAt");
+    if created_at.and_then(crate::json::seq_of_text).is_some() {
         return Ok(());
     }
     Err(CoreError::new(
         Code::InvalidHeader,
         format!(
             "session header createdAt must be a non-negative safe integer to be persisted, got {}",
-            header
-                .member_json("createdAt")
-                .unwrap_or_else(|| "undefined".to_string())
+            created_at.unwrap_or("undefined")
         ),
     ))
 }

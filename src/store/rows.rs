@@ -78,15 +78,15 @@ const HEADER_MEMBERS: [(&str, bool); 5] = [
 
 /// A header's `sessions` columns for a write: a member the column cannot
 /// hold is NULL (a header a store writes passed `check_persistable`).
-pub(crate) struct HeaderRow<'a> {
+pub(crate) struct HeaderRow {
     pub(crate) version: Option<i64>,
     pub(crate) created_at: Option<i64>,
-    pub(crate) cwd: Option<&'a str>,
-    pub(crate) parent_session: Option<&'a str>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) parent_session: Option<String>,
     pub(crate) seed_length: Option<i64>,
 }
 
-pub(crate) fn header_row(header: &SessionHeader) -> HeaderRow<'_> {
+pub(crate) fn header_row(header: &SessionHeader) -> HeaderRow {
     let [(version, _), (created_at, _), (cwd, _), (parent, _), (seed_length, _)] = HEADER_MEMBERS;
     HeaderRow {
         version: header.int(version),
@@ -500,7 +500,7 @@ mod tests {
                 h.parent_session,
                 h.seed_length
             ),
-            (Some(0), Some(5), Some(cwd), None, Some(3))
+            (Some(0), Some(5), Some(cwd.to_string()), None, Some(3))
         );
         // A REAL is a JSON number; a missing version is refused as a line's is.
         let real = header_of(

@@ -28,12 +28,9 @@ module.exports = {
   /**
    * For the service's fork (SPEC 12.6): a session holding copies of
    * `session`'s events `0..end` (none of its objects), without reading
-   * `events`.
+   * `events`; `create` gives it its id (`options.from`).
    */
-  detachedPrefix(session, end) {
-    const { id, events } = partsOf(session)
-    return build({ ...events.forkParts(end, id, true), parent: session })
-  },
+  detachedPrefix: (session, end) => build({ ...partsOf(session).events.forkParts(end, session.id, true), parent: session }),
   /** The service's fork boundary (SPEC 12.6): how many events its fork of `session` takes. */
   forkEnd(session, boundary) {
     const { id, events } = partsOf(session)

@@ -232,8 +232,8 @@ impl NativeSession {
                 ));
             }
             self.log.compress_texts(COMPRESS_MIN_BYTES);
-            let p =
-                (self.log).prepare(&ty, seq as u64, surface_meta.as_deref(), data.as_deref())?;
+            let (meta, data) = (surface_meta.as_deref(), data.as_deref());
+            let p = self.log.prepare(&ty, seq as u64, meta, data)?;
             let effect = p.effect();
             match hold {
                 Some(true) => self.prepared = Some(p),

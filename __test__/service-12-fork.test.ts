@@ -188,6 +188,23 @@ describe('fork', () => {
       expect(error.code).toBe('INVALID_BOUNDARY')
     })
 
+    it('reads such a log as JS would: its last seq names the default boundary, and what its events throw is thrown as it is', async () => {
+      const { ctx } = await mount()
+      const shifted = new Session('shifted-end')
+      shifted.append('turn/start', turnStart())
+      shifted.append('turn/end', completed())
+      const real = shifted.events
+      let events: unknown[] = real.map((event) => ({ ...event, seq: event.seq + 1 }))
+      Object.defineProperty(shifted, 'events', { get: () => events })
+      ctx.sessions.enter(shifted)
+      const error = forkError(() => ctx.sessions.fork(shifted))
+      expect(error.message).toBe('fork boundary 2 does not exist in session "shifted-end" (last seq: 2)')
+      expect(error.code).toBe('INVALID_BOUNDARY')
+      const thrown = new RangeError('no seq here')
+      events = [real[0], { get seq(): number { throw thrown } }]
+      expect(() => ctx.sessions.fork(shifted, 1)).toThrow(thrown)
+    })
+
     it('a duplicate child id wins over a bad boundary and a missing source', async () => {
       const { ctx, source } = await withSource()
       expect(forkError(() => ctx.sessions.fork(source, -1, 'src')).code).toBe('SESSION_ALREADY_EXISTS')

@@ -127,6 +127,15 @@ describe('SPEC 10 beforeCommit', () => {
     expect(e.seq).toBe(2)
     expect(s.events.map((x) => x.seq)).toEqual([0, 1, 2])
   })
+
+  it('lets an attachment detach itself from its own beforeCommit: the append stands, the next one runs', () => {
+    const s = sessionWithUsers(1)
+    const detach = s.attach({ beforeCommit: () => detach() })
+    s.append('step/start', { turn: 1, step: 1 })
+    const e = s.append('step/start', { turn: 1, step: 2 })
+    expect(e.seq).toBe(3)
+    expect(s.events.map((x) => x.seq)).toEqual([0, 1, 2, 3])
+  })
 })
 
 describe('SPEC 10 afterCommit', () => {

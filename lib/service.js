@@ -15,10 +15,9 @@
 
 const { loadPeers } = require('./peers.js')
 const { SessionError, fail } = require('./errors.js')
+const handle = require('./core/handle.js')
 
 const SERVICE_NAME = 'sessions'
-
-const handle = require('./core/handle.js')
 
 /** Which entry, of any store of this module, holds a session. */
 const holders = new WeakMap()
@@ -32,22 +31,11 @@ class SessionForkError extends SessionError {
     Object.defineProperty(this, 'code', { value: code, enumerable: true, writable: false, configurable: false })
   }
 }
-Object.defineProperty(SessionForkError.prototype, 'name', {
-  value: 'SessionForkError',
-  writable: true,
-  configurable: true,
-})
+Object.defineProperty(SessionForkError.prototype, 'name', { value: 'SessionForkError', writable: true, configurable: true })
 
-function quote(id) {
-  return `session "${id}"`
-}
+const quote = (id) => `session "${id}"`
 
 // ---------------------------------------------------------------- delivery (SPEC 12.4)
-
-/** One warning, read from `ctx.logger` when it is written. */
-function warn(ctx, text) {
-  ctx.logger.warn(text)
-}
 
 /** Resolve the listeners of `name` for `carrier`: a fixed snapshot (may throw). */
 function resolve(ctx, carrier, name, args) {
@@ -57,7 +45,7 @@ function resolve(ctx, carrier, name, args) {
 /** Log a listener's rejection, attached at once. */
 function watch(result, ctx, id, name) {
   Promise.resolve(result).then(undefined, (reason) => {
-    warn(ctx, `${quote(id)}: ${name} listener rejected: ${String(reason)}`)
+    ctx.logger.warn(`${quote(id)}: ${name} listener rejected: ${String(reason)}`)
   })
 }
 
@@ -68,7 +56,7 @@ function deliver(callbacks, args, ctx, id, name) {
     try {
       result = callback(...args)
     } catch (error) {
-      warn(ctx, `${quote(id)}: ${name} listener threw: ${String(error)}`)
+      ctx.logger.warn(`${quote(id)}: ${name} listener threw: ${String(error)}`)
       continue
     }
     watch(result, ctx, id, name)
@@ -77,11 +65,11 @@ function deliver(callbacks, args, ctx, id, name) {
 
 // ---------------------------------------------------------------- entries (SPEC 12.3)
 
-/** The entry of `session` when it is live in the store whose map is `entries`. */
+/** The entry of `session`, which must be live in the store whose map is `entries`. */
 function liveEntry(entries, session) {
-  if (session === null || typeof session !== 'object') return undefined
-  const entry = holders.get(session)
-  return entry !== undefined && entries.get(entry.id) === entry ? entry : undefined
+  const entry = session !== null && typeof session === 'object' ? holders.get(session) : undefined
+  if (entry === undefined || entries.get(entry.id) !== entry) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
+  return entry
 }
 
 /** Remove an entry now (immediate or deferred detach). Never throws. */
@@ -97,7 +85,7 @@ function remove(entry) {
   try {
     callbacks = resolve(ctx, entry.carrier, 'session/disposed', [session])
   } catch (error) {
-    warn(ctx, `${quote(entry.id)}: session/disposed dispatch threw: ${String(error)}`)
+    ctx.logger.warn(`${quote(entry.id)}: session/disposed dispatch threw: ${String(error)}`)
     return
   }
   deliver(callbacks, [session], ctx, entry.id, 'session/disposed')
@@ -138,13 +126,6 @@ function seam(entry) {
 
 // ---------------------------------------------------------------- the service
 
-/** Link the class under the consumer's cordis `Service` (once). */
-function link(Service) {
-  if (Object.getPrototypeOf(SessionStore) === Service) return
-  Object.setPrototypeOf(SessionStore.prototype, Service.prototype)
-  Object.setPrototypeOf(SessionStore, Service)
-}
-
 /**
  * `ctx.plugin(SessionStore)`: registers the store as `ctx.sessions`.
  * A subclass of the consumer's cordis `Service` from its first construction.
@@ -152,7 +133,10 @@ function link(Service) {
 class SessionStore {
   constructor(ctx) {
     const { Service } = loadPeers()
-    link(Service)
+    if (Object.getPrototypeOf(SessionStore) !== Service) {
+      Object.setPrototypeOf(SessionStore.prototype, Service.prototype)
+      Object.setPrototypeOf(SessionStore, Service)
+    }
     // The Service base registers the instance (`ctx.reflect.provide`).
     const self = Reflect.construct(Service, [ctx, SERVICE_NAME], new.target)
     /** Entries by id, in insertion order. */
@@ -174,9 +158,7 @@ class SessionStore {
     if (entries.has(sessionId)) throw fail(`${quote(sessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
     const meta = options?.meta ?? {}
     const header = { version: 0, id: sessionId, createdAt: meta.createdAt ?? Date.now() }
-    if (meta.cwd !== undefined) header.cwd = meta.cwd
-    if (meta.parentSession !== undefined) header.parentSession = meta.parentSession
-    if (meta.seedLength !== undefined) header.seedLength = meta.seedLength
+    for (const key of ['cwd', 'parentSession', 'seedLength']) if (meta[key] !== undefined) header[key] = meta[key]
     const { Session } = handle
     const from = options?.from
     if (from !== undefined) {
@@ -205,17 +187,9 @@ class SessionStore {
     if (entries.has(id)) throw fail(`${quote(id)} already exists`, 'SESSION_ALREADY_EXISTS')
     if (holders.has(session)) throw fail(`${quote(id)} is already attached to a store`, 'SESSION_ALREADY_ATTACHED')
     const entry = {
-      id,
-      session,
-      carrier,
-      ctx,
-      entries,
-      announced: false,
-      announcing: false,
-      appending: false,
-      detachRequested: false,
-      pending: undefined,
-      detachSeam: undefined,
+      id, session, carrier, ctx, entries,
+      announced: false, announcing: false, appending: false, detachRequested: false,
+      pending: undefined, detachSeam: undefined,
     }
     entries.set(id, entry)
     holders.set(session, entry)
@@ -232,7 +206,6 @@ class SessionStore {
   announce(session) {
     const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    if (entry === undefined) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
     if (entry.announced || entry.announcing) throw fail(`${quote(entry.id)} was already announced`, 'SESSION_ALREADY_ANNOUNCED')
     // Announced before delivery: even a partial delivery pairs with disposal.
     entry.announced = true
@@ -259,16 +232,8 @@ class SessionStore {
   async flush(session) {
     const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    if (entry === undefined) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
     const callbacks = resolve(ctx, entry.carrier, 'session/flush', [session])
-    const results = callbacks.map((callback) => {
-      try {
-        return Promise.resolve(callback(session))
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    })
-    const settled = await Promise.allSettled(results)
+    const settled = await Promise.allSettled(callbacks.map(async (callback) => callback(session)))
     for (const result of settled) {
       if (result.status === 'rejected') throw result.reason
     }
@@ -299,56 +264,18 @@ class SessionStore {
     // unless `events` may have been redefined (on it, or by a subclass).
     const own = Object.getPrototypeOf(parent) === handle.Session.prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
-    let end = 0
-    if (own) {
-      try {
-        end = handle.forkEnd(parent, boundary)
-      } catch (error) {
-        if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
-        throw error
-      }
-    } else if (boundary !== undefined || events.length > 0) {
-      // A source that is not this package's session: the checks read its
-      // `events` (the same rule and words as `log::fork_end`, plus the one
-      // only such a source can break: a seq out of place).
-      const length = events.length
-      const seqAt = (i) => events[i].seq
-      const b = boundary === undefined ? seqAt(length - 1) : boundary
-      if (!Number.isSafeInteger(b) || b < 0) {
-        throw new SessionForkError(
-          `fork boundary for ${quote(sourceId)} must be a non-negative safe integer, got ${String(b)}`,
-          'INVALID_BOUNDARY',
-        )
-      }
-      if (b >= length) {
-        const last = length === 0 ? 'none' : seqAt(length - 1)
-        throw new SessionForkError(
-          `fork boundary ${b} does not exist in ${quote(sourceId)} (last seq: ${last})`,
-          'INVALID_BOUNDARY',
-        )
-      }
-      if (seqAt(b) !== b) {
-        throw new SessionForkError(
-          `fork boundary ${b} does not match a contiguous event seq in ${quote(sourceId)}`,
-          'INVALID_BOUNDARY',
-        )
-      }
-      const type = events[b].type
-      if (type !== 'turn/end') {
-        throw new SessionForkError(`fork boundary ${b} in ${quote(sourceId)} must be turn/end, got ${type}`, 'OPEN_TURN')
-      }
-      end = b + 1
+    let end
+    try {
+      end = own ? handle.forkEnd(parent, boundary) : handle.forkEndOf(String(sourceId), boundary, events)
+    } catch (error) {
+      if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
+      throw error
     }
-    const meta = {}
-    if (parent.header.cwd !== undefined) meta.cwd = parent.header.cwd
-    meta.parentSession = parent.id
-    meta.seedLength = end
-    if (own && end > 0) {
-      // Copies of its events `0..=b` as a session of this package, which
-      // `create` takes as it is (`options.from`): what a seed of them gives,
-      // without each event copied, stringified and checked again.
-      return this.create(childSessionId, { from: handle.detachedPrefix(parent, end), meta })
-    }
+    const meta = { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end }
+    // A session of this package: copies of its events `0..=b` as one, which
+    // `create` takes as it is (`options.from`): what a seed of them gives,
+    // without each event copied, stringified and checked again.
+    if (own && end > 0) return this.create(childSessionId, { from: handle.detachedPrefix(parent, end), meta })
     return this.create(childSessionId, { seed: own ? [] : events.slice(0, end), meta })
   }
 }

@@ -13,8 +13,9 @@
 //   written (a store's flush, `toJsonl`), a line each, and not kept.
 // An event is never edited, so every object parsed here is a cache of a text.
 
-const { NativeSession, InvariantTrace } = require('../../binding.js')
-const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen } = require('./json.js')
+const binding = require('../../binding.js')
+const { NativeSession, InvariantTrace } = binding
+const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, copyFrozen } = require('./json.js')
 
 const { freeze } = Object
 /** Types whose appends the native surface fold must see (the list lives in Rust). */
@@ -41,21 +42,22 @@ function surfaceMetaJson(meta) {
   return JSON.stringify(out)
 }
 
+/**
+ * How many events a fork of session `id` of `length` events takes at
+ * `boundary`, or the boundary rule's error (its one home is native:
+ * `log::fork_end`); `seqAt(i)` and `typeAt(i)` read event i (`seqAt` null:
+ * a session's own seqs); `service`: the Cordis service's wording (SPEC 12.6).
+ */
+function forkEnd(id, boundary, length, seqAt, typeAt, service) {
+  const number = boundary === undefined ? null : typeof boundary === 'number' ? boundary : NaN
+  return binding.forkEnd(id, number, String(boundary), length, seqAt, typeAt, service)
+}
+
 /** A lossless frozen copy of a session header, or INVALID_HEADER. */
 function headerCopy(header) {
   const copy = snapshot(header, true)
   if (copy === FAIL) throw fail('session header is not losslessly JSON-serializable', 'INVALID_HEADER')
   return copy
-}
-
-/**
- * Parse the payloads of the events at `seqs` (`json`: the native log's
- * `[type, data, ...]` of them) into `into` (seq -> { type, data }, data
- * frozen).
- */
-function takePayloads(seqs, json, into) {
-  const flat = JSON.parse(json)
-  for (let i = 0; i < seqs.length; i++) into.set(seqs[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
 }
 
 /**
@@ -75,7 +77,6 @@ function seedParts(id, seed, header, invariants) {
   const payloads = new Map()
   const traced = invariants ? [] : undefined
   const helped = length > SEED_SLICE
-  const hand = (text) => (helped ? native.seedJsonAsync(text) : native.seedJson(text))
   try {
     for (let from = 0; from < length; from += SEED_SLICE) {
       const to = Math.min(length, from + SEED_SLICE)
@@ -84,14 +85,13 @@ function seedParts(id, seed, header, invariants) {
         const copy = snapshotEvent(seed[i], false)
         if (copy === FAIL) {
           // An earlier event's error wins, as in a one-event-at-a-time check.
-          hand(JSON.stringify(copies))
-          native.finishSeed()
+          native.seedJson(JSON.stringify(copies), helped)
           throw fail(`seed event at index ${i} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
         }
         copies.push(copy)
       }
       const text = JSON.stringify(copies)
-      hand(text)
+      native.seedJson(text, helped)
       if (traced !== undefined) traced.push(text)
       for (let k = 0; k < copies.length; k++) {
         const e = copies[k]
@@ -99,8 +99,9 @@ function seedParts(id, seed, header, invariants) {
       }
     }
   } catch (error) {
-    // A throwing getter while the helper still checks earlier slices: an
-    // earlier event's error wins, and no helper thread is left waiting.
+    // While the helper still checks earlier slices (a copy refused, a
+    // throwing getter): an earlier event's error wins, and no helper
+    // thread is left waiting.
     native.finishSeed()
     throw error
   }
@@ -144,15 +145,10 @@ class Events {
     return seq >= this.objsFrom ? this.objs[seq - this.objsFrom] : this.payloads.get(seq)
   }
 
-  /**
-   * How many events a fork at `boundary` takes, or the boundary rule's
-   * error (its one home is native: `log::fork_end`); `service`: the Cordis
-   * service's wording (SPEC 12.6).
-   */
-  forkEnd(boundary, service) {
-    const number = boundary === undefined ? null : typeof boundary === 'number' ? boundary : NaN
-    const liveType = (seq) => this.objs[seq - this.objsFrom].type
-    return this.native.forkEnd(number, String(boundary), this.seq, liveType, service)
+  /** `forkEnd` of this session's events. */
+  forkEnd(id, boundary, service) {
+    const typeAt = (seq) => (seq < this.objsFrom ? this.native.typeAt(seq) : this.objs[seq - this.objsFrom].type)
+    return forkEnd(id, boundary, this.seq, null, typeAt, service)
   }
 
   /** Keep an appended event. */
@@ -172,8 +168,9 @@ class Events {
       if (seq < from && !payloads.has(seq)) missing.push(seq)
     }
     if (missing.length === 0) return
-    const held = Uint32Array.from(missing)
-    takePayloads(held, this.native.payloads(held), payloads)
+    // The native log gives `[type, data, type, data, ...]` of them.
+    const flat = JSON.parse(this.native.payloads(Uint32Array.from(missing)))
+    for (let i = 0; i < missing.length; i++) payloads.set(missing[i], { type: flat[2 * i], data: deepFreeze(flat[2 * i + 1]) })
   }
 
   /** Every event, frozen (`Session#events`). */
@@ -234,9 +231,11 @@ class Events {
    * What a session holding events `0..end` under `id` is built from: a
    * native log (the texts it holds, shared when all, then the live events'
    * surface and header effects replayed), the live events up to `end`, and
-   * the objects parsed of the texts when all are held.
+   * the objects parsed of the texts when all are held; `detached` (the
+   * service's fork, SPEC 12.6), copies of the live events and none of the
+   * objects parsed.
    */
-  forkParts(end, id) {
+  forkParts(end, id, detached) {
     const prefix = Math.min(end, this.prefix)
     const native = this.native.forkPrefix(prefix, id, Date.now(), end)
     for (let seq = prefix; seq < end; seq++) {
@@ -244,6 +243,7 @@ class Events {
       if (readByFolds(e.type)) native.append(e.type, seq, surfaceMetaJson(e), null)
     }
     const live = this.objs.slice(prefix - this.objsFrom, end - this.objsFrom)
+    if (detached) return { native, live: live.map(copyFrozen), detached }
     return { native, live, cached: this.objsFrom === 0 ? this.objs.slice(0, prefix) : undefined }
   }
 
@@ -257,4 +257,4 @@ class Events {
   }
 }
 
-module.exports = { Events, SURFACE_TYPES, limits, nextTurn, surfaceMetaJson, headerCopy, seedParts }
+module.exports = { Events, SURFACE_TYPES, limits, nextTurn, surfaceMetaJson, headerCopy, seedParts, forkEnd }

@@ -8,8 +8,8 @@
 
 const binding = require('../../binding.js')
 const { snapshotEvents } = require('./json.js')
-const { limits, nextTurn } = require('./events.js')
-const { Session, partsOf, forkOf, build } = require('./session.js')
+const { limits, nextTurn, forkEnd } = require('./events.js')
+const { Session, partsOf, build } = require('./session.js')
 
 module.exports = {
   Session,
@@ -28,11 +28,16 @@ module.exports = {
   /**
    * For the service's fork (SPEC 12.6): a session holding copies of
    * `session`'s events `0..end` (none of its objects), without reading
-   * `events`.
+   * `events`; `create` gives it its id (`options.from`).
    */
-  detachedPrefix: (session, end) => forkOf(session, end, true),
+  detachedPrefix: (session, end) => build({ ...partsOf(session).events.forkParts(end, session.id, true), parent: session }),
   /** The service's fork boundary (SPEC 12.6): how many events its fork of `session` takes. */
-  forkEnd: (session, boundary) => partsOf(session).events.forkEnd(boundary, true),
+  forkEnd(session, boundary) {
+    const { id, events } = partsOf(session)
+    return events.forkEnd(id, boundary, true)
+  },
+  /** The same for a source that is not a session of this package, read from its `events`. */
+  forkEndOf: (id, boundary, events) => forkEnd(id, boundary, events.length, (i) => events[i].seq, (i) => events[i].type, true),
   /**
    * Derive the messages of the surface a run of payloads at a time,
    * yielding to the event loop between runs: a store's `open` runs this

@@ -20,7 +20,7 @@
 const binding = require('../../binding.js')
 const { randomUUID } = require('node:crypto')
 const path = require('node:path')
-const { fail, snapshot, deepFreeze, copyFrozen, parseFrozen, FAIL } = require('./json.js')
+const { fail, snapshot, deepFreeze, parseFrozen, FAIL } = require('./json.js')
 const { deriveEventMessage } = require('./derive.js')
 const { canonicalForm } = require('./header.js')
 const { Events, SURFACE_TYPES, limits, surfaceMetaJson, headerCopy, seedParts } = require('./events.js')
@@ -46,7 +46,7 @@ const guarded = (call) => {
   }
 }
 /** Set by the class's static block (they read its private fields). */
-let partsOf, forkOf, build
+let partsOf, build
 
 /**
  * A JSONL log reaches the native reader in parts, which it copies into pieces
@@ -69,17 +69,6 @@ function readPieces(text) {
     at += read
   }
   return reading
-}
-
-/**
- * A whole log in a Buffer is read where it is (the native log takes its
- * texts compressed, no copy of them made) and held until `finish`, which
- * `fromJsonl` reaches before anything else runs on this thread. Memory
- * another thread may write meanwhile (a SharedArrayBuffer) is copied first.
- */
-function readBytes(bytes) {
-  const own = bytes.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes
-  return JsonlReading.ofBuffer(own)
 }
 
 class Session {
@@ -148,28 +137,30 @@ class Session {
    */
   #continuation(id, header) {
     const headerText = JSON.stringify(header === undefined ? { version: 0, id, createdAt: Date.now() } : headerCopy(header))
-    const parts = this.#events.forkParts(this.#events.seq, id)
+    const parts = this.#events.forkParts(this.#events.seq, id, false)
     parts.native.setHeader(headerText)
     parts.native.takeToken(this.#events.native)
     return { ...parts, parent: this }
   }
 
   static fromJsonl(text) {
+    // A whole log in a Buffer is read where it is (the native log takes its
+    // texts compressed, no copy made); memory another thread may write
+    // meanwhile (a SharedArrayBuffer) is copied first.
     let reading
     if (typeof text === 'string') {
-      reading = text.length < JSONL_PIECE ? readBytes(Buffer.from(text, 'utf8')) : readPieces(text)
+      reading = text.length < JSONL_PIECE ? new JsonlReading(Buffer.from(text, 'utf8')) : readPieces(text)
+    } else if (text instanceof Uint8Array) {
+      const bytes = Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength)
+      reading = new JsonlReading(text.buffer instanceof SharedArrayBuffer ? Buffer.from(bytes) : bytes)
     } else {
-      if (!(text instanceof Uint8Array)) {
-        throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
-      }
-      reading = readBytes(Buffer.isBuffer(text) ? text : Buffer.from(text.buffer, text.byteOffset, text.byteLength))
+      throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
     }
     // The log is read on native threads (src/log/resume.rs); a defective
     // log throws its error (`code`, `line`) from here, and the read lets
     // the caller's Buffer go before anything else runs.
     return new Session(INTERNAL, { native: reading.finish() })
   }
-
 
   get id() { return this.#id }
   get header() { return this.#header }
@@ -194,7 +185,6 @@ class Session {
       dataText = JSON.stringify(dataCopy)
       binding.checkLegacy(type, dataText)
     }
-    let metaJson = null
     let metaCopy
     if (opts !== undefined && opts !== null) {
       const meta = {}
@@ -204,30 +194,25 @@ class Session {
       if (metaCopy === FAIL) {
         throw fail(`session event "${type}" carries non-JSON-serializable surface metadata`, 'NOT_LOSSLESS_JSON')
       }
-      metaJson = surfaceMetaJson(metaCopy)
     }
     if (this.#appending) {
       throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
     }
     const seq = this.#events.seq
-    const time = Date.now()
-    const event = { type, seq, time, data: dataCopy }
-    if (metaCopy !== undefined) {
-      if (metaCopy.sourceEventSeqs !== undefined) event.sourceEventSeqs = metaCopy.sourceEventSeqs
-      if (metaCopy.surfaceOp !== undefined) event.surfaceOp = metaCopy.surfaceOp
-    }
+    const event = { type, seq, time: Date.now(), data: dataCopy }
+    if (metaCopy !== undefined) Object.assign(event, metaCopy)
     freeze(event)
+    const metaJson = metaCopy === undefined ? null : surfaceMetaJson(metaCopy)
     const trace = this.#trace
     if (trace !== undefined) trace.check(JSON.stringify(event))
     // Only surface events and headers change native state (the surface,
-    // the header fold); every other live event is JS's alone.
+    // the header fold); every other live event is JS's alone. With
+    // attachments, the append is held until they let it through.
     const needsNative = metaJson !== null || dataText !== null || SURFACE_TYPES.has(type)
     const attachments = this.#attachments
-    let effect = 0
-    if (attachments.length === 0) {
-      if (needsNative) effect = native.append(type, seq, metaJson, dataText)
-    } else {
-      if (needsNative) effect = native.prepare(type, seq, metaJson, dataText)
+    const held = attachments.length !== 0
+    const effect = needsNative ? native.append(type, seq, metaJson, dataText, held) : 0
+    if (held) {
       this.#appending = true
       const hooks = attachments.slice()
       let ran = 0
@@ -240,7 +225,9 @@ class Session {
         if (needsNative) native.discardPrepared()
         if (trace !== undefined) trace.discard()
         // Each attachment the append reached, the vetoing one included, learns of the veto.
-        for (let i = 0; i <= ran; i++) this.#vetoed(hooks[i], error, event)
+        for (const a of hooks.slice(0, ran + 1)) {
+          if (typeof a.onVeto === 'function') guarded(() => a.onVeto(error, event, this))
+        }
         this.#appending = false
         throw error
       }
@@ -248,7 +235,7 @@ class Session {
     }
     this.#commit(event, effect)
     if (trace !== undefined) trace.commit()
-    if (attachments.length !== 0) {
+    if (held) {
       try {
         for (const a of attachments.slice()) this.#notify(a, event)
       } finally {
@@ -272,10 +259,6 @@ class Session {
     }
     if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
     this.#events.push(event)
-  }
-
-  #vetoed(attachment, error, event) {
-    if (typeof attachment.onVeto === 'function') guarded(() => attachment.onVeto(error, event, this))
   }
 
   #notify(attachment, event) {
@@ -341,7 +324,6 @@ class Session {
       live = events.liveLines(events.prefix, events.seq)
     } catch (error) {
       if (!(error instanceof RangeError)) throw error
-      live = undefined
     }
     if (live === undefined || head.length + live.length > limit) {
       throw fail(
@@ -371,32 +353,19 @@ class Session {
 
   fork(boundary, childId) {
     // The boundary's errors win over the child id's (the rule: `log::fork_end`).
-    const end = this.#events.forkEnd(boundary, false)
+    const end = this.#events.forkEnd(this.#id, boundary, false)
     if (childId !== undefined && typeof childId !== 'string') {
       throw fail('fork child id must be a string', 'INVALID_ARGUMENT')
     }
     const id = childId ?? `${this.#id}.fork-${randomUUID().slice(0, 8)}`
-    return this.#fork(end, id, false)
-  }
-
-  /**
-   * A session holding this one's events `0..end` under `id`: this one's own
-   * events up to `end` as the same frozen objects, starting from what this
-   * one parsed and derived; or, `detached` (the service's fork, SPEC 12.6),
-   * as copies, with copies of the messages at its first derive.
-   */
-  #fork(end, id, detached) {
-    const { native, live, cached } = this.#events.forkParts(end, id)
-    if (detached) return new Session(INTERNAL, { native, live: live.map(copyFrozen), parent: this, detached })
-    return new Session(INTERNAL, { native, live, cached, parent: this })
+    return new Session(INTERNAL, { ...this.#events.forkParts(end, id, false), parent: this })
   }
 
   static {
-    /** For lib/core/handle.js: a session's parts, a fork of it, a session over a native log's parts. */
-    partsOf = (session) => ({ events: session.#events, derived: session.#derived })
-    forkOf = (session, end, detached) => session.#fork(end, session.#id, detached)
+    /** For lib/core/handle.js: a session's parts, a session over parts. */
+    partsOf = (session) => ({ id: session.#id, events: session.#events, derived: session.#derived })
     build = (parts) => new Session(INTERNAL, parts)
   }
 }
 
-module.exports = { Session, partsOf, forkOf, build }
+module.exports = { Session, partsOf, build }

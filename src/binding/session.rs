@@ -2,13 +2,13 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
-use super::{call, guarded};
+use super::{call, guarded, js_error};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Function, Uint32Array};
-use napi::{Env, Result};
+use napi::bindgen_prelude::{Buffer, Either, Function, Uint32Array, Unknown};
+use napi::{Env, JsValue, Result, ValueType};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -29,9 +29,9 @@ pub struct NativeSession {
     /// Names this session object to the stores: a store that wrote (or
     /// opened) a session remembers its token, and later flushes of the same
     /// object need not prove the stored log is its prefix again.
-    token: u64,
+    pub(crate) token: u64,
     prepared: Option<Prepared>,
-    /// A long seed being checked on a helper thread (see `seedJsonAsync`).
+    /// A long seed being checked on a helper thread (see `seedJson`).
     seeder: Option<Seeder>,
 }
 
@@ -45,7 +45,7 @@ pub struct FlushSource {
     pub(crate) prefix: std::sync::Arc<crate::log::Texts>,
 }
 
-/// How a long seed's slices are checked (`seedJsonAsync`).
+/// How a long seed's slices are checked (`seedJson`, helped).
 enum Seeder {
     /// By a task on the executor while JS copies the next ones; it owns
     /// the log until `finishSeed` takes it back.
@@ -85,18 +85,16 @@ impl NativeSession {
 
     /// Seed the next events, given as a JSON array of snapshotted events
     /// whose seqs continue the log (`new Session(id, seed)` hands a long
-    /// seed over in slices, so no transient holds all of it).
+    /// seed over in slices, so no transient holds all of it). `helped`: on a
+    /// helper thread, where the slice is queued and checked while JS
+    /// prepares the next one; `finishSeed` waits for the helper and throws
+    /// the first error, and no other call may come in between.
     #[napi(js_name = "seedJson")]
-    pub fn seed_json(&mut self, env: Env, events: String) -> Result<()> {
-        call(&env, || self.log.seed_json_array(&events))
-    }
-
-    /// `seedJson` on a helper thread: the slice is queued and checked there
-    /// while JS prepares the next one. `finishSeed` waits for the helper
-    /// and throws the first error; no other call may come in between.
-    #[napi(js_name = "seedJsonAsync")]
-    pub fn seed_json_async(&mut self, env: Env, events: String) -> Result<()> {
+    pub fn seed_json(&mut self, env: Env, events: String, helped: bool) -> Result<()> {
         call(&env, || {
+            if !helped {
+                return self.log.seed_json_array(&events);
+            }
             if self.seeder.is_none() {
                 self.seeder = Some(self.start_seeder());
             }
@@ -168,11 +166,6 @@ impl NativeSession {
         call(&env, || Ok(self.log.len() as u32))
     }
 
-    #[napi(getter)]
-    pub fn token(&self, env: Env) -> Result<f64> {
-        call(&env, || Ok(self.token as f64))
-    }
-
     /// Take `from`'s token (this session continues `from`'s log, whole);
     /// `from` gets a new one.
     #[napi(js_name = "takeToken")]
@@ -195,46 +188,19 @@ impl NativeSession {
         })
     }
 
-    /// How many events a fork at `boundary` takes (`log::fork_end`, the
-    /// rule's one home): `boundary` null for the whole session, NaN for a
-    /// value that is no number (`shown`: JS's `String` of it), `length` the
-    /// session's length, `liveType(seq)` the type of a live event (from
-    /// the log's texts on); `service`: the Cordis service's rule (SPEC 12.6).
-    #[napi(js_name = "forkEnd")]
-    pub fn fork_end(
-        &self,
-        env: Env,
-        boundary: Option<f64>,
-        shown: String,
-        length: f64,
-        live_type: Function<u32, String>,
-        service: bool,
-    ) -> Result<f64> {
+    /// The type of event `seq` of those the log holds the texts of (a
+    /// fork's boundary check reads it: `forkEnd`).
+    #[napi(js_name = "typeAt")]
+    pub fn type_at(&self, env: Env, seq: u32) -> Result<String> {
         call(&env, || {
-            let log = &self.log;
-            let type_at = |seq: u64| -> CoreResult<String> {
-                let seq = seq as usize;
-                if seq >= log.texts_len() {
-                    return live_type
-                        .call(seq as u32)
-                        .map_err(|e| CoreError::new(Code::Internal, e.reason.clone()));
-                }
-                if let Some(name) = log.meta(seq).and_then(|m| m.kind.name()) {
-                    return Ok(name.to_string());
-                }
-                let text = log.text(seq)?;
-                Ok(crate::scan::accepted_member(&text, "type")
-                    .and_then(crate::scan::string_lossy)
-                    .unwrap_or_default())
-            };
-            let fork_of = if service {
-                crate::log::ForkOf::Service
-            } else {
-                crate::log::ForkOf::Session
-            };
-            let id = log.header().id().to_string();
-            let boundary = boundary.map(|b| (b, shown.as_str()));
-            crate::log::fork_end(&id, boundary, length as u64, fork_of, type_at).map(|e| e as f64)
+            let seq = seq as usize;
+            if let Some(name) = self.log.meta(seq).and_then(|m| m.kind.name()) {
+                return Ok(name.to_string());
+            }
+            let text = self.log.text(seq)?;
+            Ok(crate::scan::accepted_member(&text, "type")
+                .and_then(crate::scan::string_lossy)
+                .unwrap_or_default())
         })
     }
 
@@ -243,9 +209,11 @@ impl NativeSession {
         call(&env, || Ok(self.log.header().json().to_string()))
     }
 
-    /// Validate and commit one live append. Returns the surface effect, 0
-    /// (untouched), 1 (appended) or 2 (replaced: read `lastReplace()`), plus
-    /// 4 when the event is the new latest `request/header`.
+    /// Validate one live append and commit it, or, `hold`, hold it until
+    /// `commitPrepared` or `discardPrepared` (the publication seam's veto
+    /// window). Returns the surface effect, 0 (untouched), 1 (appended) or 2
+    /// (replaced: read `lastReplace()`), plus 4 when the event is the new
+    /// latest `request/header`.
     #[napi]
     pub fn append(
         &mut self,
@@ -254,45 +222,34 @@ impl NativeSession {
         seq: f64,
         surface_meta: Option<String>,
         data: Option<String>,
+        hold: Option<bool>,
     ) -> Result<u32> {
         call(&env, || {
+            if self.prepared.is_some() {
+                return Err(CoreError::new(
+                    Code::Reentrant,
+                    "session append cannot reenter while another append is being published",
+                ));
+            }
             self.log.compress_texts(COMPRESS_MIN_BYTES);
-            let p = self.validate(&ty, seq, surface_meta, data)?;
+            let (meta, data) = (surface_meta.as_deref(), data.as_deref());
+            let p = self.log.prepare(&ty, seq as u64, meta, data)?;
             let effect = p.effect();
-            self.log.commit_prepared(p);
-            Ok(effect)
-        })
-    }
-
-    /// Validate one live append and hold it until `commitPrepared` or
-    /// `discardPrepared` (the publication seam's veto window).
-    #[napi]
-    pub fn prepare(
-        &mut self,
-        env: Env,
-        ty: String,
-        seq: f64,
-        surface_meta: Option<String>,
-        data: Option<String>,
-    ) -> Result<u32> {
-        call(&env, || {
-            let p = self.validate(&ty, seq, surface_meta, data)?;
-            let effect = p.effect();
-            self.prepared = Some(p);
+            match hold {
+                Some(true) => self.prepared = Some(p),
+                _ => self.log.commit_prepared(p),
+            }
             Ok(effect)
         })
     }
 
     #[napi(js_name = "commitPrepared")]
-    pub fn commit_prepared(&mut self, env: Env) -> Result<bool> {
+    pub fn commit_prepared(&mut self, env: Env) -> Result<()> {
         call(&env, || {
-            Ok(match self.prepared.take() {
-                Some(p) => {
-                    self.log.commit_prepared(p);
-                    true
-                }
-                None => false,
-            })
+            if let Some(p) = self.prepared.take() {
+                self.log.commit_prepared(p);
+            }
+            Ok(())
         })
     }
 
@@ -379,7 +336,24 @@ impl NativeSession {
     /// event-loop turn: `warm` in lib/core/session.js.)
     #[napi(js_name = "runEnds")]
     pub fn run_ends(&self, env: Env, seqs: Uint32Array, max_bytes: u32) -> Result<Vec<u32>> {
-        call(&env, || Ok(self.runs(&seqs, max_bytes)))
+        call(&env, || {
+            let mut ends = Vec::new();
+            let mut bytes = 0usize;
+            for (i, &seq) in seqs.iter().enumerate() {
+                let seq = seq as usize;
+                let len = match seq < self.log.texts_len() {
+                    true => self.log.texts_bytes(seq, seq + 1),
+                    false => 0,
+                };
+                if bytes > 0 && bytes + len > max_bytes as usize {
+                    ends.push(i as u32);
+                    bytes = 0;
+                }
+                bytes += len;
+            }
+            ends.push(seqs.len() as u32);
+            Ok(ends)
+        })
     }
 
     /// Seq of the latest `request/header` (the header fold), or -1.
@@ -429,27 +403,6 @@ impl NativeSession {
 }
 
 impl NativeSession {
-    /// `runEnds`.
-    fn runs(&self, seqs: &[u32], max_bytes: u32) -> Vec<u32> {
-        let mut ends = Vec::new();
-        let mut bytes = 0usize;
-        for (i, &seq) in seqs.iter().enumerate() {
-            let seq = seq as usize;
-            let len = if seq < self.log.texts_len() {
-                self.log.texts_bytes(seq, seq + 1)
-            } else {
-                0
-            };
-            if bytes > 0 && bytes + len > max_bytes as usize {
-                ends.push(i as u32);
-                bytes = 0;
-            }
-            bytes += len;
-        }
-        ends.push(seqs.len() as u32);
-        ends
-    }
-
     /// The seed helper, which takes the log; when no thread can start, the
     /// log stays and the slices are checked here.
     fn start_seeder(&mut self) -> Seeder {
@@ -478,21 +431,6 @@ impl NativeSession {
                 Seeder::Here(result)
             }
         }
-    }
-
-    /// The checks `append` and `prepare` share; nothing is held or changed.
-    fn validate(
-        &self,
-        ty: &str,
-        seq: f64,
-        surface_meta: Option<String>,
-        data: Option<String>,
-    ) -> CoreResult<Prepared> {
-        if self.prepared.is_some() {
-            return Err(reentrant());
-        }
-        self.log
-            .prepare(ty, seq as u64, surface_meta.as_deref(), data.as_deref())
     }
 }
 
@@ -541,11 +479,65 @@ pub fn write_jsonl(
     })
 }
 
-fn reentrant() -> CoreError {
-    CoreError::new(
-        Code::Reentrant,
-        "session append cannot reenter while another append is being published",
-    )
+/// How many events a fork of session `id` of `length` events takes at
+/// `boundary` (`log::fork_end`, the rule's one home): `boundary` null for the
+/// last event, NaN for a value that is no number (`shown`: JS's `String` of
+/// it); `seqAt(i)` reads event `i`'s seq (left out: `i`, a session of this
+/// package), `typeAt(i)` its type; `service`: the Cordis service's rule
+/// (SPEC 12.6). What a callback throws is thrown as it is.
+#[napi(js_name = "forkEnd")]
+#[allow(clippy::too_many_arguments)]
+pub fn fork_end(
+    env: Env,
+    id: String,
+    boundary: Option<f64>,
+    shown: String,
+    length: f64,
+    seq_at: Option<Function<u32, Unknown>>,
+    type_at: Function<u32, Unknown>,
+    service: bool,
+) -> Result<f64> {
+    let thrown = std::cell::Cell::new(None);
+    // A value read: its type, its number (NaN when it is none), its text.
+    let read = |f: &Function<u32, Unknown>, i: u64| {
+        let value = || -> Result<(ValueType, f64, String)> {
+            let v = f.call(i as u32)?;
+            let ty = v.get_type()?;
+            let number = match ty {
+                ValueType::Number => v.coerce_to_number()?.get_double()?,
+                _ => f64::NAN,
+            };
+            Ok((ty, number, v.coerce_to_string()?.into_utf8()?.into_owned()?))
+        };
+        value().map_err(|e| {
+            thrown.set(Some(e));
+            CoreError::new(Code::Internal, "a fork source's callback threw")
+        })
+    };
+    let fork_of = match service {
+        true => crate::log::ForkOf::Service,
+        false => crate::log::ForkOf::Session,
+    };
+    let end = guarded("the native call", || {
+        crate::log::fork_end(
+            &id,
+            boundary.map(|b| (b, shown)),
+            length as u64,
+            fork_of,
+            |i| match &seq_at {
+                Some(f) => read(f, i).map(|(_, number, text)| (number, text)),
+                None => Ok((i as f64, i.to_string())),
+            },
+            |i| {
+                let (ty, _, text) = read(&type_at, i)?;
+                Ok((ty != ValueType::String || text != "turn/end").then_some(text))
+            },
+        )
+    });
+    match thrown.take() {
+        Some(e) => Err(e),
+        None => end.map(|e| e as f64).map_err(|e| js_error(&env, &e)),
+    }
 }
 
 impl NativeSession {
@@ -565,10 +557,6 @@ impl NativeSession {
             seeder: None,
         }
     }
-
-    pub(crate) fn token_value(&self) -> u64 {
-        self.token
-    }
 }
 
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
@@ -583,23 +571,19 @@ pub struct JsonlReading {
 
 #[napi]
 impl JsonlReading {
+    /// A reading fed by `push`, or one of the caller's whole log `bytes`,
+    /// read where it is: the log takes its texts compressed and makes no
+    /// copy of them, and holds `bytes` (which must not change meanwhile)
+    /// until `finish`.
     #[napi(constructor)]
-    pub fn new(env: Env) -> Result<Self> {
+    pub fn new(env: Env, bytes: Option<Buffer>) -> Result<Self> {
         call(&env, || {
+            let reading = match bytes {
+                Some(bytes) => crate::log::JsonlReading::of_owner(Box::new(bytes)),
+                None => crate::log::JsonlReading::default(),
+            };
             Ok(JsonlReading {
-                reading: Some(crate::log::JsonlReading::default()),
-            })
-        })
-    }
-
-    /// A reading of the caller's whole log, read where it is: the log
-    /// takes its texts compressed and makes no copy of them, and holds
-    /// `bytes` (which must not change meanwhile) until `finish`.
-    #[napi(factory, js_name = "ofBuffer")]
-    pub fn of_buffer(env: Env, bytes: Buffer) -> Result<Self> {
-        call(&env, || {
-            Ok(JsonlReading {
-                reading: Some(crate::log::JsonlReading::of_owner(Box::new(bytes))),
+                reading: Some(reading),
             })
         })
     }

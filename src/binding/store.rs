@@ -353,7 +353,7 @@ impl NativeStore {
         call(&env, || {
             Ok(self
                 .store
-                .cursor(&id, native.token_value())
+                .cursor(&id, native.token)
                 .map_or(-1.0, |c| c as f64))
         })
     }

@@ -49,49 +49,55 @@ pub enum ForkOf {
 
 /// The fork boundary rule, its one home: how many events (`0..=len`) a
 /// fork of session `id` of `len` events takes at `boundary` (`None`: the
-/// whole session; `Err(text)`: a value that is no number, as JS's
-/// `String` spells it; a number's text is `shown`). `type_at(seq)` is
-/// event `seq`'s type.
+/// last event; a number and how JS's `String` spells it, NaN for a value
+/// that is no number). `seq_at(i)` is event `i`'s seq, the same way (a
+/// session's own is `i`; a source the Cordis service holds may have others);
+/// `other_type(seq)` is event `seq`'s type, `None` for a `turn/end`.
 pub fn fork_end(
     id: &str,
-    boundary: Option<(f64, &str)>,
+    boundary: Option<(f64, String)>,
     len: u64,
     fork_of: ForkOf,
-    mut type_at: impl FnMut(u64) -> CoreResult<String>,
+    mut seq_at: impl FnMut(u64) -> CoreResult<(f64, String)>,
+    mut other_type: impl FnMut(u64) -> CoreResult<Option<String>>,
 ) -> CoreResult<u64> {
     let invalid = |message: String| CoreError::new(Code::InvalidBoundary, message);
-    let b = match boundary {
+    let (b, shown) = match boundary {
         None if len == 0 => return Ok(0),
-        None => len - 1,
-        Some((b, shown)) => {
-            if !(b >= 0.0 && b.fract() == 0.0 && b <= 9_007_199_254_740_991.0) {
-                return Err(invalid(format!(
-                    "fork boundary for session \"{id}\" must be a non-negative safe integer, got {shown}"
-                )));
-            }
-            let b = b as u64;
-            if b >= len {
-                let last = len.checked_sub(1).map_or("none".into(), |l| l.to_string());
-                return Err(invalid(format!(
-                    "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
-                )));
-            }
-            b
-        }
+        None => seq_at(len - 1)?,
+        Some(b) => b,
     };
-    let ty = type_at(b)?;
-    if ty != "turn/end" {
-        return Err(match fork_of {
-            ForkOf::Session => invalid(format!(
-                "fork boundary {b} in session \"{id}\" is not a turn/end"
-            )),
-            ForkOf::Service => CoreError::new(
-                Code::OpenTurn,
-                format!("fork boundary {b} in session \"{id}\" must be turn/end, got {ty}"),
-            ),
-        });
+    if !(b >= 0.0 && b.fract() == 0.0 && b <= 9_007_199_254_740_991.0) {
+        return Err(invalid(format!(
+            "fork boundary for session \"{id}\" must be a non-negative safe integer, got {shown}"
+        )));
     }
-    Ok(b + 1)
+    let b = b as u64;
+    if b >= len {
+        let last = if len == 0 {
+            "none".into()
+        } else {
+            seq_at(len - 1)?.1
+        };
+        return Err(invalid(format!(
+            "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
+        )));
+    }
+    if seq_at(b)?.0 != b as f64 {
+        return Err(invalid(format!(
+            "fork boundary {b} does not match a contiguous event seq in session \"{id}\""
+        )));
+    }
+    match (other_type(b)?, fork_of) {
+        (None, _) => Ok(b + 1),
+        (Some(_), ForkOf::Session) => Err(invalid(format!(
+            "fork boundary {b} in session \"{id}\" is not a turn/end"
+        ))),
+        (Some(ty), ForkOf::Service) => Err(CoreError::new(
+            Code::OpenTurn,
+            format!("fork boundary {b} in session \"{id}\" must be turn/end, got {ty}"),
+        )),
+    }
 }
 
 /// What the log keeps per event besides its text.
@@ -350,9 +356,22 @@ mod tests {
     fn the_fork_boundary_rule_names_each_refusal_as_both_forks_do() {
         // Events 0..4: turn/start, user/message, turn/end, turn/start.
         let types = ["turn/start", "user/message", "turn/end", "turn/start"];
-        let type_at = |seq: u64| Ok(types[seq as usize].to_string());
+        let own = |i: u64| Ok((i as f64, i.to_string()));
+        let other_type = |seq: u64| {
+            Ok(Some(types[seq as usize])
+                .filter(|&t| t != "turn/end")
+                .map(str::to_string))
+        };
         let end = |b: Option<(f64, &str)>, len: u64, of: ForkOf| {
-            fork_end("s", b, len, of, type_at).map_err(|e| (e.code(), e.message().to_string()))
+            fork_end(
+                "s",
+                b.map(|(b, s)| (b, s.to_string())),
+                len,
+                of,
+                own,
+                other_type,
+            )
+            .map_err(|e| (e.code(), e.message().to_string()))
         };
         assert_eq!(end(Some((2.0, "2")), 4, ForkOf::Session), Ok(3));
         assert_eq!(end(None, 3, ForkOf::Session), Ok(3));
@@ -396,6 +415,26 @@ mod tests {
             Err((
                 "OPEN_TURN",
                 "fork boundary 1 in session \"s\" must be turn/end, got user/message".into()
+            ))
+        );
+        // A source whose seqs are not its indexes (one the Cordis service holds).
+        let shifted = |i: u64| Ok(((i + 1) as f64, (i + 1).to_string()));
+        let foreign = |b: Option<(f64, String)>| {
+            fork_end("s", b, 3, ForkOf::Service, shifted, other_type)
+                .map_err(|e| (e.code(), e.message().to_string()))
+        };
+        assert_eq!(
+            foreign(None),
+            Err((
+                "INVALID_BOUNDARY",
+                "fork boundary 3 does not exist in session \"s\" (last seq: 3)".into()
+            ))
+        );
+        assert_eq!(
+            foreign(Some((1.0, "1".into()))),
+            Err((
+                "INVALID_BOUNDARY",
+                "fork boundary 1 does not match a contiguous event seq in session \"s\"".into()
             ))
         );
     }

@@ -10,7 +10,7 @@ total=0
 for f in $(git ls-tree -r --name-only "$rev" -- src/log src/surface.rs src/binding/session.rs \
   src/binding/payloads.rs lib/core/session.js lib/core/events.js lib/core/derived.js \
   lib/core/handle.js lib/service.js); do
-  n=$(git show "$rev:$f" | awk '/#\[cfg\(test\)\]/ { exit } { n++ } END { print n + 0 }')
+  n=$(git show "$rev:$f" | awk '/#\[cfg\(test\)\]/ { done = 1 } !done { n++ } END { print n + 0 }')
   printf '%6d %s\n' "$n" "$f"
   total=$((total + n))
 done

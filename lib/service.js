@@ -65,8 +65,8 @@ function liveEntry(entries, session) {
 
 /**
  * Remove a detached entry once no window (`announce`, an append's
- * publication) holds it open; a stale detach never removes a same-id
- * successor. Never throws.
+ * publication) holds it open, then deliver `session/disposed` if it was
+ * announced. A stale detach never removes a same-id successor. Never throws.
  */
 function settle(entry) {
   const { entries, id, session, ctx } = entry
@@ -176,14 +176,13 @@ class SessionStore {
   }
 
   announce(session) {
-    const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
     if (entry.announced) throw fail(`${quote(entry.id)} was already announced`, 'SESSION_ALREADY_ANNOUNCED')
     // Announced before delivery: even a partial delivery pairs with disposal.
     entry.announced = true
     entry.announcing = true
     try {
-      deliver(resolve(ctx, entry.carrier, 'session/created', [session]), [session], ctx, entry.id, 'session/created')
+      deliver(resolve(this.ctx, entry.carrier, 'session/created', [session]), [session], this.ctx, entry.id, 'session/created')
     } finally {
       entry.announcing = false
       settle(entry)
@@ -241,8 +240,8 @@ class SessionStore {
     // A session of this package: copies of its events `0..=b` as one, which
     // `create` takes as it is (`options.from`): what a seed of them gives,
     // without each event copied, stringified and checked again.
-    const seed = own ? { from: handle.detachedPrefix(parent, end) } : { seed: events.slice(0, end) }
-    return this.create(childSessionId, { ...seed, meta: { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end } })
+    const prefix = own ? { from: handle.detachedPrefix(parent, end) } : { seed: events.slice(0, end) }
+    return this.create(childSessionId, { ...prefix, meta: { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end } })
   }
 }
 

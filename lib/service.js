@@ -225,9 +225,11 @@ class SessionStore {
     if (typeof source !== 'string' && parent !== source) {
       throw new SessionForkError(`${quote(sourceId)} is not the live store instance`, 'SESSION_NOT_LIVE')
     }
-    // A session of this package answers the checks without its `events`
-    // (at a million events, reading them holds the thread for seconds),
-    // unless `events` may have been redefined (on it, or by a subclass).
+    // A session of this package whose `events` neither it nor a subclass
+    // redefines is forked without reading them (at a million events that
+    // holds the thread for seconds): the checks read the session, and
+    // `create` takes copies of its events `0..=b` as one (`options.from`),
+    // what a seed of them gives without each copied and checked again.
     const own = Object.getPrototypeOf(parent) === handle.Session.prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
     let end
@@ -237,9 +239,6 @@ class SessionStore {
       if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
       throw error
     }
-    // A session of this package: copies of its events `0..=b` as one, which
-    // `create` takes as it is (`options.from`): what a seed of them gives,
-    // without each event copied, stringified and checked again.
     const prefix = own ? { from: handle.detachedPrefix(parent, end) } : { seed: events.slice(0, end) }
     return this.create(childSessionId, { ...prefix, meta: { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end } })
   }

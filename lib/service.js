@@ -17,12 +17,8 @@ const { loadPeers } = require('./peers.js')
 const { SessionError, fail } = require('./errors.js')
 const handle = require('./core/handle.js')
 
-const SERVICE_NAME = 'sessions'
-
 /** Which entry, of any store of this module, holds a session. */
 const holders = new WeakMap()
-
-// ---------------------------------------------------------------- errors
 
 /** A `fork` failure (SPEC 12.6), with a stable read-only `code`. */
 class SessionForkError extends SessionError {
@@ -37,29 +33,24 @@ const quote = (id) => `session "${id}"`
 
 // ---------------------------------------------------------------- delivery (SPEC 12.4)
 
-/** Resolve the listeners of `name` for `carrier`: a fixed snapshot (may throw). */
+/** The listeners of `name` for `carrier`: a fixed snapshot (may throw). */
 function resolve(ctx, carrier, name, args) {
   return Array.from(ctx.events.dispatch('emit', [carrier, name, ...args]))
 }
 
-/** Log a listener's rejection, attached at once. */
-function watch(result, ctx, id, name) {
-  Promise.resolve(result).then(undefined, (reason) => {
-    ctx.logger.warn(`${quote(id)}: ${name} listener rejected: ${String(reason)}`)
-  })
-}
-
-/** Call each listener in its own `try`: throws and rejections are logged, never raised. */
+/**
+ * Call each listener with `args`: a throw is logged and the next one still
+ * runs (`session/created` raises it instead), a rejection is logged.
+ */
 function deliver(callbacks, args, ctx, id, name) {
+  const warn = (what, reason) => ctx.logger.warn(`${quote(id)}: ${name} listener ${what}: ${String(reason)}`)
   for (const callback of callbacks) {
-    let result
     try {
-      result = callback(...args)
+      Promise.resolve(callback(...args)).then(undefined, (reason) => warn('rejected', reason))
     } catch (error) {
-      ctx.logger.warn(`${quote(id)}: ${name} listener threw: ${String(error)}`)
-      continue
+      if (name === 'session/created') throw error
+      warn('threw', error)
     }
-    watch(result, ctx, id, name)
   }
 }
 
@@ -67,60 +58,27 @@ function deliver(callbacks, args, ctx, id, name) {
 
 /** The entry of `session`, which must be live in the store whose map is `entries`. */
 function liveEntry(entries, session) {
-  const entry = session !== null && typeof session === 'object' ? holders.get(session) : undefined
-  if (entry === undefined || entries.get(entry.id) !== entry) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
+  const entry = holders.get(session)
+  if (entry?.entries !== entries) throw fail(`${quote(session?.id)} is not live in this store`, 'SESSION_NOT_LIVE')
   return entry
 }
 
-/** Remove an entry now (immediate or deferred detach). Never throws. */
-function remove(entry) {
-  entry.detachRequested = false
-  if (entry.entries.get(entry.id) !== entry) return
-  entry.entries.delete(entry.id)
-  if (holders.get(entry.session) === entry) holders.delete(entry.session)
+/**
+ * Remove a detached entry once no window (`announce`, an append's
+ * publication) holds it open, then deliver `session/disposed` if it was
+ * announced. A stale detach never removes a same-id successor. Never throws.
+ */
+function settle(entry) {
+  const { entries, id, session, ctx } = entry
+  if (!entry.detachRequested || entry.announcing || entry.appending || entries.get(id) !== entry) return
+  entries.delete(id)
+  holders.delete(session)
   entry.detachSeam()
   if (!entry.announced) return
-  const { ctx, session } = entry
-  let callbacks
   try {
-    callbacks = resolve(ctx, entry.carrier, 'session/disposed', [session])
+    deliver(resolve(ctx, entry.carrier, 'session/disposed', [session]), [session], ctx, id, 'session/disposed')
   } catch (error) {
-    ctx.logger.warn(`${quote(entry.id)}: session/disposed dispatch threw: ${String(error)}`)
-    return
-  }
-  deliver(callbacks, [session], ctx, entry.id, 'session/disposed')
-}
-
-/** A deferred removal runs when the last publication window closes. */
-function settle(entry) {
-  if (entry.detachRequested && !entry.announcing && !entry.appending) remove(entry)
-}
-
-/** The section-10 attachment through which an entry publishes `session/event`. */
-function seam(entry) {
-  return {
-    beforeCommit(event, session) {
-      entry.appending = true
-      entry.pending = undefined
-      entry.pending = resolve(entry.ctx, entry.carrier, 'session/event', [session, event])
-    },
-    afterCommit(event, session) {
-      const callbacks = entry.pending
-      entry.pending = undefined
-      if (!entry.appending) return
-      try {
-        if (callbacks !== undefined) deliver(callbacks, [session, event], entry.ctx, entry.id, 'session/event')
-      } finally {
-        entry.appending = false
-        settle(entry)
-      }
-    },
-    onVeto() {
-      entry.pending = undefined
-      if (!entry.appending) return
-      entry.appending = false
-      settle(entry)
-    },
+    ctx.logger.warn(`${quote(id)}: session/disposed dispatch threw: ${String(error)}`)
   }
 }
 
@@ -138,7 +96,7 @@ class SessionStore {
       Object.setPrototypeOf(SessionStore, Service)
     }
     // The Service base registers the instance (`ctx.reflect.provide`).
-    const self = Reflect.construct(Service, [ctx, SERVICE_NAME], new.target)
+    const self = Reflect.construct(Service, [ctx, 'sessions'], new.target)
     /** Entries by id, in insertion order. */
     self.entries = new Map()
     /** The id counter of `prepare` (never reset). */
@@ -147,40 +105,35 @@ class SessionStore {
   }
 
   prepare(id, options) {
-    const entries = this.entries
     let sessionId = id
     if (sessionId === undefined) {
       do {
         this.counter += 1
         sessionId = `session-${this.counter}`
-      } while (entries.has(sessionId))
+      } while (this.entries.has(sessionId))
     }
-    if (entries.has(sessionId)) throw fail(`${quote(sessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
+    if (this.entries.has(sessionId)) throw fail(`${quote(sessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
     const meta = options?.meta ?? {}
     const header = { version: 0, id: sessionId, createdAt: meta.createdAt ?? Date.now() }
     for (const key of ['cwd', 'parentSession', 'seedLength']) if (meta[key] !== undefined) header[key] = meta[key]
-    const { Session } = handle
+    // A resume: `from` is a session of this package (one a store opened),
+    // whose log the new one continues as it is (see `new Session(id, session)`).
     const from = options?.from
-    if (from !== undefined) {
-      // A resume: the log of a session of this package (one a store opened),
-      // taken as it is (see `new Session(id, session)`).
-      if (!(from instanceof Session)) {
-        throw fail('sessions.prepare: options.from must be a Session of dsh-session-native', 'INVALID_ARGUMENT', { Type: TypeError })
-      }
-      if (options.seed !== undefined) {
-        throw fail('sessions.prepare takes options.seed or options.from, not both', 'INVALID_ARGUMENT', { Type: TypeError })
-      }
-      return new Session(sessionId, from, header)
+    if (from !== undefined && !(from instanceof handle.Session)) {
+      throw fail('sessions.prepare: options.from must be a Session of dsh-session-native', 'INVALID_ARGUMENT', { Type: TypeError })
     }
-    return new Session(sessionId, options?.seed, header)
+    if (from !== undefined && options.seed !== undefined) {
+      throw fail('sessions.prepare takes options.seed or options.from, not both', 'INVALID_ARGUMENT', { Type: TypeError })
+    }
+    return new handle.Session(sessionId, from ?? options?.seed, header)
   }
 
   enter(session) {
-    const ctx = this.ctx
     const { scopeOf, scopeTarget } = loadPeers()
-    if (session === null || typeof session !== 'object' || typeof session.attach !== 'function') {
+    if (typeof session?.attach !== 'function') {
       throw fail('sessions.enter expects a Session of dsh-session-native', 'INVALID_ARGUMENT', { Type: TypeError })
     }
+    const ctx = this.ctx
     const carrier = scopeTarget(session, scopeOf(ctx))
     const entries = this.entries
     const id = session.id
@@ -193,26 +146,43 @@ class SessionStore {
     }
     entries.set(id, entry)
     holders.set(session, entry)
-    entry.detachSeam = session.attach(seam(entry))
-    let detached = false
+    // The section-10 attachment through which the entry publishes
+    // `session/event`: listeners resolved before commit (a throw vetoes),
+    // called after it.
+    const close = () => {
+      entry.pending = undefined
+      entry.appending = false
+      settle(entry)
+    }
+    entry.detachSeam = session.attach({
+      beforeCommit(event) {
+        entry.appending = true
+        entry.pending = resolve(ctx, carrier, 'session/event', [session, event])
+      },
+      afterCommit(event) {
+        try {
+          if (entry.pending !== undefined) deliver(entry.pending, [session, event], ctx, id, 'session/event')
+        } finally {
+          close()
+        }
+      },
+      onVeto: close,
+    })
+    // A later call finds the entry gone, or its removal already requested.
     return () => {
-      if (detached) return
-      detached = true
-      if (entry.announcing || entry.appending) entry.detachRequested = true
-      else remove(entry)
+      entry.detachRequested = true
+      settle(entry)
     }
   }
 
   announce(session) {
-    const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    if (entry.announced || entry.announcing) throw fail(`${quote(entry.id)} was already announced`, 'SESSION_ALREADY_ANNOUNCED')
+    if (entry.announced) throw fail(`${quote(entry.id)} was already announced`, 'SESSION_ALREADY_ANNOUNCED')
     // Announced before delivery: even a partial delivery pairs with disposal.
     entry.announced = true
     entry.announcing = true
     try {
-      const callbacks = resolve(ctx, entry.carrier, 'session/created', [session])
-      for (const callback of callbacks) watch(callback(session), ctx, entry.id, 'session/created')
+      deliver(resolve(this.ctx, entry.carrier, 'session/created', [session]), [session], this.ctx, entry.id, 'session/created')
     } finally {
       entry.announcing = false
       settle(entry)
@@ -230,13 +200,11 @@ class SessionStore {
   }
 
   async flush(session) {
-    const ctx = this.ctx
     const entry = liveEntry(this.entries, session)
-    const callbacks = resolve(ctx, entry.carrier, 'session/flush', [session])
+    const callbacks = resolve(this.ctx, entry.carrier, 'session/flush', [session])
     const settled = await Promise.allSettled(callbacks.map(async (callback) => callback(session)))
-    for (const result of settled) {
-      if (result.status === 'rejected') throw result.reason
-    }
+    const failed = settled.find((result) => result.status === 'rejected')
+    if (failed !== undefined) throw failed.reason
   }
 
   get(id) {
@@ -248,20 +216,20 @@ class SessionStore {
   }
 
   fork(source, boundary, childSessionId) {
-    const entries = this.entries
-    if (childSessionId !== undefined && entries.has(childSessionId)) {
+    if (childSessionId !== undefined && this.entries.has(childSessionId)) {
       throw new SessionForkError(`${quote(childSessionId)} already exists`, 'SESSION_ALREADY_EXISTS')
     }
     const sourceId = typeof source === 'string' ? source : source?.id
-    const entry = entries.get(sourceId)
-    if (entry === undefined) throw new SessionForkError(`${quote(sourceId)} not found`, 'SESSION_NOT_FOUND')
-    if (typeof source !== 'string' && entry.session !== source) {
+    const parent = this.entries.get(sourceId)?.session
+    if (parent === undefined) throw new SessionForkError(`${quote(sourceId)} not found`, 'SESSION_NOT_FOUND')
+    if (typeof source !== 'string' && parent !== source) {
       throw new SessionForkError(`${quote(sourceId)} is not the live store instance`, 'SESSION_NOT_LIVE')
     }
-    const parent = entry.session
-    // A session of this package answers the checks without its `events`
-    // (at a million events, reading them holds the thread for seconds),
-    // unless `events` may have been redefined (on it, or by a subclass).
+    // A session of this package whose `events` neither it nor a subclass
+    // redefines is forked without reading them (at a million events that
+    // holds the thread for seconds): the checks read the session, and
+    // `create` takes copies of its events `0..=b` as one (`options.from`),
+    // what a seed of them gives without each copied and checked again.
     const own = Object.getPrototypeOf(parent) === handle.Session.prototype && !Object.hasOwn(parent, 'events')
     const events = own ? undefined : parent.events
     let end
@@ -271,12 +239,8 @@ class SessionStore {
       if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
       throw error
     }
-    const meta = { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end }
-    // A session of this package: copies of its events `0..=b` as one, which
-    // `create` takes as it is (`options.from`): what a seed of them gives,
-    // without each event copied, stringified and checked again.
-    if (own && end > 0) return this.create(childSessionId, { from: handle.detachedPrefix(parent, end), meta })
-    return this.create(childSessionId, { seed: own ? [] : events.slice(0, end), meta })
+    const prefix = own ? { from: handle.detachedPrefix(parent, end) } : { seed: events.slice(0, end) }
+    return this.create(childSessionId, { ...prefix, meta: { cwd: parent.header.cwd, parentSession: parent.id, seedLength: end } })
   }
 }
 

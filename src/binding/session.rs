@@ -7,7 +7,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
 use crate::log::{Log, Prepared};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Function, Uint32Array, Unknown};
+use napi::bindgen_prelude::{Buffer, Function, Uint32Array, Unknown};
 use napi::{Env, JsValue, Result, ValueType};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,26 +60,14 @@ enum Seeder {
 
 #[napi]
 impl NativeSession {
-    /// A session from an id, an optional seed (JSON array of snapshotted
-    /// events) and an optional header (JSON record). The seed is checked
-    /// before the header, as the TypeScript core does.
+    /// An empty session (`new Session(id, seed, header)` seeds it, then sets
+    /// the header: the seed is checked first, as the TypeScript core does).
     #[napi(factory)]
-    pub fn create(
-        env: Env,
-        id: String,
-        seed: Option<String>,
-        header: Option<String>,
-        now: f64,
-    ) -> Result<Self> {
+    pub fn create(env: Env, id: String, now: f64) -> Result<Self> {
         call(&env, || {
-            let mut log = Log::new(SessionHeader::minimal(&id, now));
-            if let Some(seed) = seed {
-                log.seed_json_array(&seed)?;
-            }
-            if let Some(h) = header {
-                log = log.with_header(SessionHeader::from_json(&id, &h)?);
-            }
-            Ok(NativeSession::from_log(log))
+            Ok(NativeSession::from_log(Log::new(SessionHeader::minimal(
+                &id, now,
+            ))))
         })
     }
 
@@ -137,20 +125,6 @@ impl NativeSession {
         })
     }
 
-    /// Parse a whole JSONL log (the CLI's read; `Session.fromJsonl` uses a
-    /// `JsonlReading`); a defect throws with its `line`. A Buffer's bytes
-    /// are the caller's: the log takes its texts compressed.
-    #[napi(js_name = "fromJsonl")]
-    pub fn from_jsonl(env: Env, text: Either<String, Buffer>) -> Result<NativeSession> {
-        call(&env, || {
-            let log = match text {
-                Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e)?,
-                Either::B(b) => Log::from_jsonl(&b)?,
-            };
-            Ok(NativeSession::from_log(log))
-        })
-    }
-
     /// Take what the compressor a read started has finished, if it has
     /// (never waits; `deriveMessages()` calls it at each model step).
     #[napi]
@@ -188,32 +162,16 @@ impl NativeSession {
         })
     }
 
-    /// The type of event `seq` of those the log holds the texts of (a
-    /// fork's boundary check reads it: `forkEnd`).
-    #[napi(js_name = "typeAt")]
-    pub fn type_at(&self, env: Env, seq: u32) -> Result<String> {
-        call(&env, || {
-            let seq = seq as usize;
-            if let Some(name) = self.log.meta(seq).and_then(|m| m.kind.name()) {
-                return Ok(name.to_string());
-            }
-            let text = self.log.text(seq)?;
-            Ok(crate::scan::accepted_member(&text, "type")
-                .and_then(crate::scan::string_lossy)
-                .unwrap_or_default())
-        })
-    }
-
     #[napi(js_name = "headerJson")]
     pub fn header_json(&self, env: Env) -> Result<String> {
         call(&env, || Ok(self.log.header().json().to_string()))
     }
 
     /// Validate one live append and commit it, or, `hold`, hold it until
-    /// `commitPrepared` or `discardPrepared` (the publication seam's veto
-    /// window). Returns the surface effect, 0 (untouched), 1 (appended) or 2
-    /// (replaced: read `lastReplace()`), plus 4 when the event is the new
-    /// latest `request/header`.
+    /// `release` (the publication seam's veto window; the JS session lets no
+    /// other append in meanwhile). Returns the surface effect, 0
+    /// (untouched), 1 (appended) or 2 (replaced: read `lastReplace()`), plus
+    /// 4 when the event is the new latest `request/header`.
     #[napi]
     pub fn append(
         &mut self,
@@ -225,12 +183,6 @@ impl NativeSession {
         hold: Option<bool>,
     ) -> Result<u32> {
         call(&env, || {
-            if self.prepared.is_some() {
-                return Err(CoreError::new(
-                    Code::Reentrant,
-                    "session append cannot reenter while another append is being published",
-                ));
-            }
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let (meta, data) = (surface_meta.as_deref(), data.as_deref());
             let p = self.log.prepare(&ty, seq as u64, meta, data)?;
@@ -243,20 +195,13 @@ impl NativeSession {
         })
     }
 
-    #[napi(js_name = "commitPrepared")]
-    pub fn commit_prepared(&mut self, env: Env) -> Result<()> {
+    /// End the held append: commit it, or (vetoed) drop it.
+    #[napi]
+    pub fn release(&mut self, env: Env, commit: bool) -> Result<()> {
         call(&env, || {
-            if let Some(p) = self.prepared.take() {
+            if let (Some(p), true) = (self.prepared.take(), commit) {
                 self.log.commit_prepared(p);
             }
-            Ok(())
-        })
-    }
-
-    #[napi(js_name = "discardPrepared")]
-    pub fn discard_prepared(&mut self, env: Env) -> Result<()> {
-        call(&env, || {
-            self.prepared = None;
             Ok(())
         })
     }
@@ -561,9 +506,9 @@ impl NativeSession {
 
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
 /// encodes a long string to UTF-8 a part at a time into one small buffer,
-/// which costs less than encoding it whole, and pushes each part; a Buffer
-/// is handed over whole) and read on threads of its own from its first
-/// piece on; `finish()` gives the session.
+/// which costs less than encoding it whole, and pushes each part; a Buffer,
+/// the CLI's read too, is handed over whole) and read on threads of its own
+/// from its first piece on; `finish()` gives the session.
 #[napi]
 pub struct JsonlReading {
     reading: Option<crate::log::JsonlReading>,

@@ -45,17 +45,11 @@ pub struct FlushSource {
     pub(crate) prefix: std::sync::Arc<crate::log::Texts>,
 }
 
-/// How a long seed's slices are checked (`seedJson`, helped).
-enum Seeder {
-    /// By a task on the executor while JS copies the next ones; it owns
-    /// the log until `finishSeed` takes it back.
-    Thread {
-        slices: mpsc::Sender<String>,
-        task: Task<(Log, CoreResult<()>)>,
-    },
-    /// No pool thread was free: each slice is checked as it comes, on the
-    /// calling thread, until the first error, which `finishSeed` throws.
-    Here(CoreResult<()>),
+/// The helper checking a long seed's slices (`seedJson`, helped): a task on
+/// the executor, which owns the log until `finishSeed` takes it back.
+struct Seeder {
+    slices: mpsc::Sender<String>,
+    task: Task<(Log, CoreResult<()>)>,
 }
 
 #[napi]
@@ -65,9 +59,8 @@ impl NativeSession {
     #[napi(factory)]
     pub fn create(env: Env, id: String, now: f64) -> Result<Self> {
         call(&env, || {
-            Ok(NativeSession::from_log(Log::new(SessionHeader::minimal(
-                &id, now,
-            ))))
+            let header = SessionHeader::minimal(&id, now);
+            Ok(NativeSession::from_log(Log::new(header)))
         })
     }
 
@@ -76,25 +69,22 @@ impl NativeSession {
     /// seed over in slices, so no transient holds all of it). `helped`: on a
     /// helper thread, where the slice is queued and checked while JS
     /// prepares the next one; `finishSeed` waits for the helper and throws
-    /// the first error, and no other call may come in between.
+    /// the first error, and no other call may come in between. With no
+    /// helper (none asked, or no thread free), the slice is checked here.
     #[napi(js_name = "seedJson")]
     pub fn seed_json(&mut self, env: Env, events: String, helped: bool) -> Result<()> {
         call(&env, || {
-            if !helped {
-                return self.log.seed_json_array(&events);
+            if helped && self.seeder.is_none() {
+                self.seeder = self.start_seeder();
             }
-            if self.seeder.is_none() {
-                self.seeder = Some(self.start_seeder());
-            }
-            match &mut self.seeder {
+            match &self.seeder {
                 // A helper that is gone has failed: `finishSeed` reports how.
-                Some(Seeder::Thread { slices, .. }) => drop(slices.send(events)),
-                Some(Seeder::Here(result)) if result.is_ok() => {
-                    *result = self.log.seed_json_array(&events);
+                Some(seeder) => {
+                    let _ = seeder.slices.send(events);
+                    Ok(())
                 }
-                _ => {}
+                None => self.log.seed_json_array(&events),
             }
-            Ok(())
         })
     }
 
@@ -103,13 +93,12 @@ impl NativeSession {
     #[napi(js_name = "finishSeed")]
     pub fn finish_seed(&mut self, env: Env) -> Result<()> {
         call(&env, || match self.seeder.take() {
-            Some(Seeder::Thread { slices, task }) => {
+            Some(Seeder { slices, task }) => {
                 drop(slices);
                 let (log, result) = task.wait("the seed helper thread")?;
                 self.log = log;
                 result
             }
-            Some(Seeder::Here(result)) => result,
             None => Ok(()),
         })
     }
@@ -349,8 +338,8 @@ impl NativeSession {
 
 impl NativeSession {
     /// The seed helper, which takes the log; when no thread can start, the
-    /// log stays and the slices are checked here.
-    fn start_seeder(&mut self) -> Seeder {
+    /// log stays (and the slices are checked here).
+    fn start_seeder(&mut self) -> Option<Seeder> {
         let header = self.log.header().clone();
         let mut log = std::mem::replace(&mut self.log, Log::new(header));
         let (slices, queue) = mpsc::channel::<String>();
@@ -367,13 +356,12 @@ impl NativeSession {
             (log, result)
         };
         match executor::start(work) {
-            Ok(task) => Seeder::Thread { slices, task },
+            Ok(task) => Some(Seeder { slices, task }),
             Err(not_started) => {
                 // With no slice queued, the work gives the log straight back.
                 drop(slices);
-                let (log, result) = (not_started.work)();
-                self.log = log;
-                Seeder::Here(result)
+                self.log = (not_started.work)().0;
+                None
             }
         }
     }

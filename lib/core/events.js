@@ -253,7 +253,7 @@ class Events {
 
   /** Take the payloads `parent` parsed of the texts this one holds too (the same frozen values). */
   sharePayloads(parent) {
-    if (parent.objsFrom === 0) return
+    // (None once the parent parsed every event: `all` cleared them.)
     const end = this.objsFrom
     parent.payloads.forEach((payload, seq) => {
       if (seq < end) this.payloads.set(seq, payload)

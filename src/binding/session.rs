@@ -5,15 +5,13 @@
 use super::{call, guarded, js_error};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
-use crate::log::{Log, Prepared};
+use crate::log::{Log, Prepared, COMPRESS_MIN_BYTES};
 use crate::session_header::SessionHeader;
 use napi::bindgen_prelude::{Buffer, Function, Uint32Array, Unknown};
 use napi::{Env, JsValue, Result, ValueType};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-
-use crate::log::COMPRESS_MIN_BYTES;
 
 /// The token of the next session object (see `NativeSession::token`).
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -337,6 +335,23 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// A session over a built log (a read, a fork, a store's `open`); the
+    /// texts a read left raw start compressing on a helper thread.
+    pub(crate) fn from_log(log: Log) -> NativeSession {
+        NativeSession::with_token(log, new_token())
+    }
+
+    /// `from_log` with a token chosen before (a store's `open` records it).
+    pub(crate) fn with_token(mut log: Log, token: u64) -> NativeSession {
+        log.compress_texts(COMPRESS_MIN_BYTES);
+        NativeSession {
+            log,
+            token,
+            prepared: None,
+            seeder: None,
+        }
+    }
+
     /// The seed helper, which takes the log; when no thread can start, the
     /// log stays (and the slices are checked here).
     fn start_seeder(&mut self) -> Option<Seeder> {
@@ -470,25 +485,6 @@ pub fn fork_end(
     match thrown.take() {
         Some(e) => Err(e),
         None => end.map(|e| e as f64).map_err(|e| js_error(&env, &e)),
-    }
-}
-
-impl NativeSession {
-    /// A session over a built log (a read, a fork, a store's `open`); the
-    /// texts a read left raw start compressing on a helper thread.
-    pub(crate) fn from_log(log: Log) -> NativeSession {
-        NativeSession::with_token(log, new_token())
-    }
-
-    /// `from_log` with a token chosen before (a store's `open` records it).
-    pub(crate) fn with_token(mut log: Log, token: u64) -> NativeSession {
-        log.compress_texts(COMPRESS_MIN_BYTES);
-        NativeSession {
-            log,
-            token,
-            prepared: None,
-            seeder: None,
-        }
     }
 }
 

@@ -187,10 +187,6 @@ impl Log {
         &self.surface
     }
 
-    pub fn meta(&self, seq: usize) -> Option<EventMeta> {
-        self.metas.get(seq)
-    }
-
     pub fn text(&self, seq: usize) -> CoreResult<Text<'_>> {
         self.texts.get(seq)
     }

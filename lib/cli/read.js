@@ -63,7 +63,7 @@ function lineStart(bytes, line) {
 /** The core's read of a whole JSONL log: the native session, or the error it threw (`code`, `line`). */
 function readJsonl(bytes) {
   try {
-    return binding.NativeSession.fromJsonl(bytes)
+    return new binding.JsonlReading(bytes).finish()
   } catch (error) {
     if (typeof error?.code !== 'string') throw error
     return error

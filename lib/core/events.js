@@ -72,7 +72,7 @@ function seedParts(id, seed, header, invariants) {
   if (seed !== undefined && seed !== null && !Array.isArray(seed)) {
     throw fail('session seed must be an array of events', 'INVALID_ARGUMENT')
   }
-  const native = NativeSession.create(id, null, null, Date.now())
+  const native = NativeSession.create(id, Date.now())
   const length = seed?.length ?? 0
   const payloads = new Map()
   const traced = invariants ? [] : undefined
@@ -147,7 +147,11 @@ class Events {
 
   /** `forkEnd` of this session's events. */
   forkEnd(id, boundary, service) {
-    const typeAt = (seq) => (seq < this.objsFrom ? this.native.typeAt(seq) : this.objs[seq - this.objsFrom].type)
+    const typeAt = (seq) => {
+      if (seq >= this.objsFrom) return this.objs[seq - this.objsFrom].type
+      // A text's type, read without its payload (held: `data` null).
+      return JSON.parse(this.native.eventsJson(seq, seq + 1, Uint32Array.of(seq)))[0].type
+    }
     return forkEnd(id, boundary, this.seq, null, typeAt, service)
   }
 
@@ -249,7 +253,7 @@ class Events {
 
   /** Take the payloads `parent` parsed of the texts this one holds too (the same frozen values). */
   sharePayloads(parent) {
-    if (parent.objsFrom === 0) return
+    // (None once the parent parsed every event: `all` cleared them.)
     const end = this.objsFrom
     parent.payloads.forEach((payload, seq) => {
       if (seq < end) this.payloads.set(seq, payload)

@@ -48,9 +48,7 @@ module.exports = {
    */
   async warm(session) {
     const { events, derived } = partsOf(session)
-    const { nodes } = derived
-    if (events.objsFrom === 0 || nodes.length === 0) return
-    const ends = events.native.runEnds(Uint32Array.from(nodes), 256 << 10)
+    const ends = events.native.runEnds(Uint32Array.from(derived.nodes), 256 << 10)
     for (let run = 0; run < ends.length; run++) {
       if (run > 0) await nextTurn()
       derived.upTo(ends[run])

@@ -222,7 +222,7 @@ class Session {
           if (typeof a.beforeCommit === 'function') a.beforeCommit(event, this)
         }
       } catch (error) {
-        if (needsNative) native.discardPrepared()
+        if (needsNative) native.release(false)
         if (trace !== undefined) trace.discard()
         // Each attachment the append reached, the vetoing one included, learns of the veto.
         for (const a of hooks.slice(0, ran + 1)) {
@@ -231,7 +231,7 @@ class Session {
         this.#appending = false
         throw error
       }
-      if (needsNative) native.commitPrepared()
+      if (needsNative) native.release(true)
     }
     this.#commit(event, effect)
     if (trace !== undefined) trace.commit()

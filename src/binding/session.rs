@@ -5,15 +5,13 @@
 use super::{call, guarded, js_error};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
-use crate::log::{Log, Prepared};
+use crate::log::{Log, Prepared, COMPRESS_MIN_BYTES};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Either, Function, Uint32Array, Unknown};
+use napi::bindgen_prelude::{Buffer, Function, Uint32Array, Unknown};
 use napi::{Env, JsValue, Result, ValueType};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-
-use crate::log::COMPRESS_MIN_BYTES;
 
 /// The token of the next session object (see `NativeSession::token`).
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
@@ -45,41 +43,22 @@ pub struct FlushSource {
     pub(crate) prefix: std::sync::Arc<crate::log::Texts>,
 }
 
-/// How a long seed's slices are checked (`seedJson`, helped).
-enum Seeder {
-    /// By a task on the executor while JS copies the next ones; it owns
-    /// the log until `finishSeed` takes it back.
-    Thread {
-        slices: mpsc::Sender<String>,
-        task: Task<(Log, CoreResult<()>)>,
-    },
-    /// No pool thread was free: each slice is checked as it comes, on the
-    /// calling thread, until the first error, which `finishSeed` throws.
-    Here(CoreResult<()>),
+/// The helper checking a long seed's slices (`seedJson`, helped): a task on
+/// the executor, which owns the log until `finishSeed` takes it back.
+struct Seeder {
+    slices: mpsc::Sender<String>,
+    task: Task<(Log, CoreResult<()>)>,
 }
 
 #[napi]
 impl NativeSession {
-    /// A session from an id, an optional seed (JSON array of snapshotted
-    /// events) and an optional header (JSON record). The seed is checked
-    /// before the header, as the TypeScript core does.
+    /// An empty session (`new Session(id, seed, header)` seeds it, then sets
+    /// the header: the seed is checked first, as the TypeScript core does).
     #[napi(factory)]
-    pub fn create(
-        env: Env,
-        id: String,
-        seed: Option<String>,
-        header: Option<String>,
-        now: f64,
-    ) -> Result<Self> {
+    pub fn create(env: Env, id: String, now: f64) -> Result<Self> {
         call(&env, || {
-            let mut log = Log::new(SessionHeader::minimal(&id, now));
-            if let Some(seed) = seed {
-                log.seed_json_array(&seed)?;
-            }
-            if let Some(h) = header {
-                log = log.with_header(SessionHeader::from_json(&id, &h)?);
-            }
-            Ok(NativeSession::from_log(log))
+            let header = SessionHeader::minimal(&id, now);
+            Ok(NativeSession::from_log(Log::new(header)))
         })
     }
 
@@ -88,25 +67,22 @@ impl NativeSession {
     /// seed over in slices, so no transient holds all of it). `helped`: on a
     /// helper thread, where the slice is queued and checked while JS
     /// prepares the next one; `finishSeed` waits for the helper and throws
-    /// the first error, and no other call may come in between.
+    /// the first error, and no other call may come in between. With no
+    /// helper (none asked, or no thread free), the slice is checked here.
     #[napi(js_name = "seedJson")]
     pub fn seed_json(&mut self, env: Env, events: String, helped: bool) -> Result<()> {
         call(&env, || {
-            if !helped {
-                return self.log.seed_json_array(&events);
+            if helped && self.seeder.is_none() {
+                self.seeder = self.start_seeder();
             }
-            if self.seeder.is_none() {
-                self.seeder = Some(self.start_seeder());
-            }
-            match &mut self.seeder {
+            match &self.seeder {
                 // A helper that is gone has failed: `finishSeed` reports how.
-                Some(Seeder::Thread { slices, .. }) => drop(slices.send(events)),
-                Some(Seeder::Here(result)) if result.is_ok() => {
-                    *result = self.log.seed_json_array(&events);
+                Some(seeder) => {
+                    let _ = seeder.slices.send(events);
+                    Ok(())
                 }
-                _ => {}
+                None => self.log.seed_json_array(&events),
             }
-            Ok(())
         })
     }
 
@@ -115,13 +91,12 @@ impl NativeSession {
     #[napi(js_name = "finishSeed")]
     pub fn finish_seed(&mut self, env: Env) -> Result<()> {
         call(&env, || match self.seeder.take() {
-            Some(Seeder::Thread { slices, task }) => {
+            Some(Seeder { slices, task }) => {
                 drop(slices);
                 let (log, result) = task.wait("the seed helper thread")?;
                 self.log = log;
                 result
             }
-            Some(Seeder::Here(result)) => result,
             None => Ok(()),
         })
     }
@@ -134,20 +109,6 @@ impl NativeSession {
             let id = self.log.header().id().to_string();
             self.log.set_header(SessionHeader::from_json(&id, &header)?);
             Ok(())
-        })
-    }
-
-    /// Parse a whole JSONL log (the CLI's read; `Session.fromJsonl` uses a
-    /// `JsonlReading`); a defect throws with its `line`. A Buffer's bytes
-    /// are the caller's: the log takes its texts compressed.
-    #[napi(js_name = "fromJsonl")]
-    pub fn from_jsonl(env: Env, text: Either<String, Buffer>) -> Result<NativeSession> {
-        call(&env, || {
-            let log = match text {
-                Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e)?,
-                Either::B(b) => Log::from_jsonl(&b)?,
-            };
-            Ok(NativeSession::from_log(log))
         })
     }
 
@@ -188,32 +149,16 @@ impl NativeSession {
         })
     }
 
-    /// The type of event `seq` of those the log holds the texts of (a
-    /// fork's boundary check reads it: `forkEnd`).
-    #[napi(js_name = "typeAt")]
-    pub fn type_at(&self, env: Env, seq: u32) -> Result<String> {
-        call(&env, || {
-            let seq = seq as usize;
-            if let Some(name) = self.log.meta(seq).and_then(|m| m.kind.name()) {
-                return Ok(name.to_string());
-            }
-            let text = self.log.text(seq)?;
-            Ok(crate::scan::accepted_member(&text, "type")
-                .and_then(crate::scan::string_lossy)
-                .unwrap_or_default())
-        })
-    }
-
     #[napi(js_name = "headerJson")]
     pub fn header_json(&self, env: Env) -> Result<String> {
         call(&env, || Ok(self.log.header().json().to_string()))
     }
 
     /// Validate one live append and commit it, or, `hold`, hold it until
-    /// `commitPrepared` or `discardPrepared` (the publication seam's veto
-    /// window). Returns the surface effect, 0 (untouched), 1 (appended) or 2
-    /// (replaced: read `lastReplace()`), plus 4 when the event is the new
-    /// latest `request/header`.
+    /// `release` (the publication seam's veto window; the JS session lets no
+    /// other append in meanwhile). Returns the surface effect, 0
+    /// (untouched), 1 (appended) or 2 (replaced: read `lastReplace()`), plus
+    /// 4 when the event is the new latest `request/header`.
     #[napi]
     pub fn append(
         &mut self,
@@ -225,12 +170,6 @@ impl NativeSession {
         hold: Option<bool>,
     ) -> Result<u32> {
         call(&env, || {
-            if self.prepared.is_some() {
-                return Err(CoreError::new(
-                    Code::Reentrant,
-                    "session append cannot reenter while another append is being published",
-                ));
-            }
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let (meta, data) = (surface_meta.as_deref(), data.as_deref());
             let p = self.log.prepare(&ty, seq as u64, meta, data)?;
@@ -243,20 +182,13 @@ impl NativeSession {
         })
     }
 
-    #[napi(js_name = "commitPrepared")]
-    pub fn commit_prepared(&mut self, env: Env) -> Result<()> {
+    /// End the held append: commit it, or (vetoed) drop it.
+    #[napi]
+    pub fn release(&mut self, env: Env, commit: bool) -> Result<()> {
         call(&env, || {
-            if let Some(p) = self.prepared.take() {
+            if let (Some(p), true) = (self.prepared.take(), commit) {
                 self.log.commit_prepared(p);
             }
-            Ok(())
-        })
-    }
-
-    #[napi(js_name = "discardPrepared")]
-    pub fn discard_prepared(&mut self, env: Env) -> Result<()> {
-        call(&env, || {
-            self.prepared = None;
             Ok(())
         })
     }
@@ -403,9 +335,26 @@ impl NativeSession {
 }
 
 impl NativeSession {
+    /// A session over a built log (a read, a fork, a store's `open`); the
+    /// texts a read left raw start compressing on a helper thread.
+    pub(crate) fn from_log(log: Log) -> NativeSession {
+        NativeSession::with_token(log, new_token())
+    }
+
+    /// `from_log` with a token chosen before (a store's `open` records it).
+    pub(crate) fn with_token(mut log: Log, token: u64) -> NativeSession {
+        log.compress_texts(COMPRESS_MIN_BYTES);
+        NativeSession {
+            log,
+            token,
+            prepared: None,
+            seeder: None,
+        }
+    }
+
     /// The seed helper, which takes the log; when no thread can start, the
-    /// log stays and the slices are checked here.
-    fn start_seeder(&mut self) -> Seeder {
+    /// log stays (and the slices are checked here).
+    fn start_seeder(&mut self) -> Option<Seeder> {
         let header = self.log.header().clone();
         let mut log = std::mem::replace(&mut self.log, Log::new(header));
         let (slices, queue) = mpsc::channel::<String>();
@@ -422,13 +371,12 @@ impl NativeSession {
             (log, result)
         };
         match executor::start(work) {
-            Ok(task) => Seeder::Thread { slices, task },
+            Ok(task) => Some(Seeder { slices, task }),
             Err(not_started) => {
                 // With no slice queued, the work gives the log straight back.
                 drop(slices);
-                let (log, result) = (not_started.work)();
-                self.log = log;
-                Seeder::Here(result)
+                self.log = (not_started.work)().0;
+                None
             }
         }
     }
@@ -540,30 +488,11 @@ pub fn fork_end(
     }
 }
 
-impl NativeSession {
-    /// A session over a built log (a read, a fork, a store's `open`); the
-    /// texts a read left raw start compressing on a helper thread.
-    pub(crate) fn from_log(log: Log) -> NativeSession {
-        NativeSession::with_token(log, new_token())
-    }
-
-    /// `from_log` with a token chosen before (a store's `open` records it).
-    pub(crate) fn with_token(mut log: Log, token: u64) -> NativeSession {
-        log.compress_texts(COMPRESS_MIN_BYTES);
-        NativeSession {
-            log,
-            token,
-            prepared: None,
-            seeder: None,
-        }
-    }
-}
-
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
 /// encodes a long string to UTF-8 a part at a time into one small buffer,
-/// which costs less than encoding it whole, and pushes each part; a Buffer
-/// is handed over whole) and read on threads of its own from its first
-/// piece on; `finish()` gives the session.
+/// which costs less than encoding it whole, and pushes each part; a Buffer,
+/// the CLI's read too, is handed over whole) and read on threads of its own
+/// from its first piece on; `finish()` gives the session.
 #[napi]
 pub struct JsonlReading {
     reading: Option<crate::log::JsonlReading>,

@@ -163,13 +163,6 @@ impl Log {
         }
     }
 
-    /// The same log under another header (the constructor checks the header
-    /// after the seed).
-    pub fn with_header(mut self, header: SessionHeader) -> Log {
-        self.header = header;
-        self
-    }
-
     pub fn header(&self) -> &SessionHeader {
         &self.header
     }
@@ -192,10 +185,6 @@ impl Log {
 
     pub fn surface(&self) -> &Surface {
         &self.surface
-    }
-
-    pub fn meta(&self, seq: usize) -> Option<EventMeta> {
-        self.metas.get(seq)
     }
 
     pub fn text(&self, seq: usize) -> CoreResult<Text<'_>> {

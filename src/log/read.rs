@@ -411,17 +411,6 @@ impl Log {
         Log::read_pieces(pieces).map_err(|(e, _)| e)
     }
 
-    /// `from_jsonl` of a buffer the log keeps (no copy of the text); the
-    /// buffer comes back with the error.
-    pub fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
-        if let Err(e) = std::str::from_utf8(&bytes) {
-            let line = newlines(&bytes[..e.valid_up_to()]) + 1;
-            return Err((invalid_utf8(line), bytes));
-        }
-        Log::read_pieces(vec![Piece::Keep(bytes)])
-            .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
-    }
-
     /// A JSONL log in pieces of whole lines (every piece but the last ends
     /// with a newline), read whole by the one reader (`Stream`): each piece
     /// borrowed or kept, checked as UTF-8 and split into lines (on two
@@ -654,6 +643,17 @@ impl Log {
 mod tests {
     use super::*;
 
+    /// `Log::from_jsonl` of a buffer the log keeps (no copy of the text),
+    /// as a pushed piece is kept.
+    fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            let line = newlines(&bytes[..e.valid_up_to()]) + 1;
+            return Err((invalid_utf8(line), bytes));
+        }
+        Log::read_pieces(vec![Piece::Keep(bytes)])
+            .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
+    }
+
     const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
 
     /// A log of `n` events: turns of a user message (with multi-byte
@@ -769,7 +769,7 @@ mod tests {
     #[test]
     fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
         for (bytes, defect) in cases_with_defects() {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
             match (&whole, defect) {
                 (Ok(_), None) => {}
                 (Err((line, message)), Some((at, fragment))) => {
@@ -799,7 +799,7 @@ mod tests {
         // compressor, while a kept buffer does.
         let mut borrowed = Log::from_jsonl(&long).expect("a long log reads");
         assert!(borrowed.texts_mut().compress(0), "nothing waits");
-        let mut kept = Log::from_jsonl_vec(long.clone()).expect("a long log reads");
+        let mut kept = from_jsonl_vec(long.clone()).expect("a long log reads");
         assert!(!kept.texts_mut().compress(0), "the kept buffer waits");
         let mut cases = cases();
         let mut bad = long.clone();
@@ -807,7 +807,7 @@ mod tests {
         bad[at] = b'{';
         cases.extend([long, bad]);
         for bytes in cases {
-            let whole = outcome(Log::from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
             assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
             let copied = match halves(&bytes) {
                 Some((a, b)) => vec![a.to_vec(), b.to_vec()],

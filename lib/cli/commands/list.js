@@ -49,7 +49,7 @@ function jsonlHeader(file) {
     return undefined
   }
   try {
-    return JSON.parse(binding.NativeSession.fromJsonl(line).headerJson())
+    return JSON.parse(new binding.JsonlReading(line).finish().headerJson())
   } catch (error) {
     if (typeof error?.code !== 'string') throw error
     unreadable(file, line.length === 0 ? 'empty file, no session header' : error.message)

@@ -144,7 +144,7 @@ impl NativeSession {
     pub fn from_jsonl(env: Env, text: Either<String, Buffer>) -> Result<NativeSession> {
         call(&env, || {
             let log = match text {
-                Either::A(s) => Log::from_jsonl_vec(s.into_bytes()).map_err(|(e, _)| e)?,
+                Either::A(s) => Log::from_jsonl_vec(s.into_bytes())?,
                 Either::B(b) => Log::from_jsonl(&b)?,
             };
             Ok(NativeSession::from_log(log))

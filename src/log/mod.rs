@@ -491,7 +491,7 @@ mod tests {
     fn a_log_read_from_arriving_pieces_is_the_log_read_whole() {
         let header =
             SessionHeader::from_line(r#"{"type":"session","version":0,"id":"p"}"#).expect("header");
-        let lines: Vec<String> = (0..2 * read::PARALLEL_MIN_LINES + 7)
+        let lines: Vec<String> = (0..4 * read::PARALLEL_MIN_LINES + 7)
             .map(|seq| {
                 let ty = match seq % 3 {
                     0 => "turn/start",

@@ -42,8 +42,8 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
-/// A long log's caller's bytes are cut in two halves (compressed on two
-/// threads once read: `take`) when at least this long.
+/// The caller's bytes are cut in two halves (compressed on two threads
+/// once read: `take`) when at least this long.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// Each line's span in a text.
@@ -118,55 +118,48 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some(bytes.split_at(mid + i + 1))
 }
 
-/// Texts read (with their lines' spans) as the log takes them. The
-/// caller's bytes are compressed (each borrowed text after the first on a
-/// thread of its own: a long log's two halves, two threads), so no raw copy
-/// of them is ever whole; under `COMPRESS_MIN_BYTES` in all they are copied
-/// instead, as the compressor would leave them. Buffers the log owns wait
-/// for the compressor.
+/// Texts read (with their lines' spans) as the log takes them: buffers
+/// the log owns wait for the compressor; the caller's bytes are compressed
+/// now, each text on a helper of its own (a long log's two halves, two
+/// threads), so no raw copy of them is ever whole. Under
+/// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
+/// would leave them.
 fn take(texts: Vec<(Cow<'_, str>, Lines)>) -> Vec<Taken> {
-    // Each text's offset in the log's texts.
-    let bases: Vec<usize> = texts
+    let borrowed = |text: &Cow<'_, str>| matches!(text, Cow::Borrowed(_));
+    let borrowed_bytes: usize = texts
         .iter()
-        .scan(0, |at, (t, _)| {
-            *at += t.len();
-            Some(*at - t.len())
-        })
-        .collect();
-    let borrowed = |k: usize| matches!(texts[k].0, Cow::Borrowed(_));
-    let borrowed_bytes: usize = (0..texts.len())
-        .filter(|&k| borrowed(k))
-        .map(|k| texts[k].0.len())
+        .filter(|(t, _)| borrowed(t))
+        .map(|(t, _)| t.len())
         .sum();
-    let threaded = borrowed_bytes >= COMPRESS_MIN_BYTES;
-    let compress = |k: usize| Taken::compressed(bases[k], &texts[k].0, &texts[k].1);
-    let mut compressing = (0..texts.len()).filter(|&k| threaded && borrowed(k));
-    let first = compressing.next();
-    let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
+    let mut base = 0;
     std::thread::scope(|scope| {
-        let later: Vec<_> = compressing
-            .map(|k| {
-                let work = move || compress(k);
-                (k, executor::scoped(scope, "dsh-compress", work))
+        let taking: Vec<_> = texts
+            .into_iter()
+            .map(|(text, lines)| {
+                base += text.len();
+                let at = base - text.len();
+                match text {
+                    Cow::Borrowed(text) if borrowed_bytes >= COMPRESS_MIN_BYTES => {
+                        let work = move || Taken::compressed(at, text, &lines);
+                        Err((text, executor::scoped(scope, "dsh-compress", work)))
+                    }
+                    text => Ok(Taken::Buffer(text.into_owned())),
+                }
             })
             .collect();
-        if let Some(k) = first {
-            compressed[k] = Some(compress(k));
-        }
-        for (k, thread) in later {
-            // A panicking thread is a bug, and a text no thread could
-            // start for is compressed here too.
-            compressed[k] = Some(match thread {
-                Ok(thread) => thread.join().unwrap_or_else(|_| compress(k)),
-                Err(not_started) => (not_started.work)(),
-            });
-        }
-    });
-    texts
-        .into_iter()
-        .zip(compressed)
-        .map(|((text, _), taken)| taken.unwrap_or_else(|| Taken::Buffer(text.into_owned())))
-        .collect()
+        taking
+            .into_iter()
+            .map(|taking| match taking {
+                Ok(taken) => taken,
+                // A panicking helper is a bug: its text is kept as it is.
+                Err((text, Ok(thread))) => {
+                    thread.join().unwrap_or_else(|_| Taken::Buffer(text.into()))
+                }
+                // No helper could start: the text is compressed here.
+                Err((_, Err(not_started))) => (not_started.work)(),
+            })
+            .collect()
+    })
 }
 
 /// The one reader of JSONL lines: the header line, then one event per

@@ -49,30 +49,9 @@ const PARALLEL_MIN_BYTES: usize = 1 << 20;
 /// Each line's span in a text.
 type Lines = Vec<(usize, usize)>;
 
-/// A piece of a JSONL log (the caller's bytes, or a buffer the log keeps)
-/// as text and its lines' spans, or the 1-based line, within the piece, of
-/// its first invalid UTF-8.
-fn prepare(piece: Cow<'_, [u8]>) -> Result<(Cow<'_, str>, Lines), usize> {
-    let text = match piece {
-        Cow::Borrowed(b) => match std::str::from_utf8(b) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(e) => return Err(newlines(&b[..e.valid_up_to()]) + 1),
-        },
-        Cow::Owned(v) => match String::from_utf8(v) {
-            Ok(text) => Cow::Owned(text),
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                return Err(newlines(&e.as_bytes()[..at]) + 1);
-            }
-        },
-    };
-    let spans = line_spans(&text);
-    Ok((text, spans))
-}
-
 /// The session header of a JSONL log from its first line (`None`: the log
 /// has no line).
-pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError> {
+fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError> {
     match line {
         Some(line) if !line.trim().is_empty() => SessionHeader::from_line(line),
         _ => Err(CoreError::new(
@@ -85,7 +64,7 @@ pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError
 
 /// The error of the JSONL log event at `index` (on line `index + 2`) that
 /// failed (`None`: unparsable).
-pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
+fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     let line = index + 2;
     let error = err.unwrap_or_else(|| {
         CoreError::new(
@@ -96,16 +75,8 @@ pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     error.at_line(line)
 }
 
-pub(super) fn newlines(bytes: &[u8]) -> usize {
+fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
-}
-
-pub(super) fn invalid_utf8(line: usize) -> CoreError {
-    CoreError::new(
-        Code::CorruptLog,
-        format!("corrupt session log: invalid UTF-8 at line {line}"),
-    )
-    .at_line(line)
 }
 
 /// `bytes` cut after the first newline at or past the middle, when long.
@@ -199,15 +170,26 @@ impl<'a> Stream<'a> {
     /// Check a piece as UTF-8, split it into lines, and read and fold its
     /// events, in order (on two threads when there are many).
     pub(super) fn push(&mut self, piece: Cow<'a, [u8]>) {
-        let (text, spans) = match prepare(piece) {
+        // The piece as text, or the line (within it) of its first invalid UTF-8.
+        let text = match piece {
+            Cow::Borrowed(b) => std::str::from_utf8(b)
+                .map(Cow::Borrowed)
+                .map_err(|e| newlines(&b[..e.valid_up_to()]) + 1),
+            Cow::Owned(v) => String::from_utf8(v).map(Cow::Owned).map_err(|e| {
+                let at = e.utf8_error().valid_up_to();
+                newlines(&e.as_bytes()[..at]) + 1
+            }),
+        };
+        let text = match text {
             // An empty piece (only ever a whole log's) holds no line.
-            Ok((text, _)) if text.is_empty() => return,
-            Ok(piece) => piece,
+            Ok(text) if text.is_empty() => return,
+            Ok(text) => text,
             Err(line) => {
                 self.invalid_utf8.get_or_insert(self.lines + line);
                 return;
             }
         };
+        let spans = line_spans(&text);
         if self.invalid_utf8.is_none() && self.failed.is_none() {
             if let Err(error) = self.fold(&text, &spans) {
                 self.failed = Some(error);
@@ -258,7 +240,8 @@ impl<'a> Stream<'a> {
     /// The log, once every piece is pushed.
     pub(super) fn finish(self) -> CoreResult<Log> {
         if let Some(line) = self.invalid_utf8 {
-            return Err(invalid_utf8(line));
+            let message = format!("corrupt session log: invalid UTF-8 at line {line}");
+            return Err(CoreError::new(Code::CorruptLog, message).at_line(line));
         }
         if let Some(error) = self.failed {
             return Err(error);

@@ -228,7 +228,7 @@ impl<'a> Stream<'a> {
         log.metas.reserve(events);
         log.texts_mut().reserve(events);
         let all = &|_: usize, _: &EventText<'_>| true;
-        log.fold_text(text, &spans[..events], self.next, self.bytes, all)
+        log.fold_text(text, &spans[..events], self.bytes, all)
             .map_err(|(index, err)| event_error(index, err))?;
         if spans.len() > events {
             self.blank.get_or_insert(self.next + events);
@@ -292,9 +292,8 @@ impl Log {
         Stream::read([Cow::Owned(bytes)])
     }
 
-    /// Read the events of `text` at `spans` (the first at index
-    /// `first_index`, the text at byte `first_byte` of the log's texts)
-    /// and fold them into this log in order: on two threads when there are
+    /// Read the events of `text` at `spans` (the first at index `len()`,
+    /// the text at byte `first_byte` of the log's texts) and fold them into this log in order: on two threads when there are
     /// many, this one reading and folding units from the front while a
     /// helper reads units from the back; they meet wherever their speeds
     /// put them (another process may hold a core), then this thread folds
@@ -305,10 +304,10 @@ impl Log {
         &mut self,
         text: &str,
         spans: &[(usize, usize)],
-        first_index: usize,
         first_byte: usize,
         verify: &(dyn Fn(usize, &EventText<'_>) -> bool + Sync),
     ) -> Result<(), (usize, Option<CoreError>)> {
+        let first_index = self.len();
         let read = |i: usize| {
             let (s, e) = spans[i];
             // A blank line inside the log reads as unparsable.
@@ -321,10 +320,8 @@ impl Log {
             })
         };
         // Units of work: runs of up to READ_CHUNK events, in order.
-        let units: Vec<std::ops::Range<usize>> = (0..spans.len())
-            .step_by(READ_CHUNK)
-            .map(|from| from..(from + READ_CHUNK).min(spans.len()))
-            .collect();
+        let units = spans.len().div_ceil(READ_CHUNK);
+        let unit = |u: usize| u * READ_CHUNK..((u + 1) * READ_CHUNK).min(spans.len());
         let log = self;
         let mut fold = |i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = spans[i];
@@ -335,7 +332,7 @@ impl Log {
         if spans.len() < PARALLEL_MIN_LINES {
             return (0..spans.len()).try_for_each(|i| fold(i, read(i)));
         }
-        let ends = std::sync::Mutex::new((0, units.len()));
+        let ends = std::sync::Mutex::new((0, units));
         let claim = |front: bool| {
             let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
             if ends.0 >= ends.1 {
@@ -357,7 +354,7 @@ impl Log {
             let thread = executor::scoped(scope, "dsh-read-back", || {
                 let mut read_units = Vec::new();
                 while let Some(u) = claim(false) {
-                    read_units.push(units[u].clone().map(read).collect::<Vec<_>>());
+                    read_units.push(unit(u).map(read).collect::<Vec<_>>());
                 }
                 read_units
             })
@@ -365,7 +362,7 @@ impl Log {
             let mut done = Ok(());
             let mut next = 0;
             while let Some(u) = claim(true) {
-                done = units[u].clone().try_for_each(|i| fold(i, read(i)));
+                done = unit(u).try_for_each(|i| fold(i, read(i)));
                 next = u + 1;
                 if done.is_err() {
                     stop();
@@ -378,17 +375,14 @@ impl Log {
             match rest {
                 // The helper read units `next..` from the back.
                 Some(rest) => {
-                    for (u, reads) in (next..units.len()).zip(rest.into_iter().rev()) {
-                        for (i, r) in units[u].clone().zip(reads) {
+                    for (u, reads) in (next..units).zip(rest.into_iter().rev()) {
+                        for (i, r) in unit(u).zip(reads) {
                             fold(i, r)?;
                         }
                     }
                     Ok(())
                 }
-                None => {
-                    let from = units.get(next).map_or(spans.len(), |u| u.start);
-                    (from..spans.len()).try_for_each(|i| fold(i, read(i)))
-                }
+                None => (next * READ_CHUNK..spans.len()).try_for_each(|i| fold(i, read(i))),
             }
         })
     }
@@ -418,8 +412,7 @@ impl Log {
         let mut bytes = 0;
         for piece in pieces {
             let check = |i: usize, e: &EventText<'_>| verify(&piece, piece.text(), i, e);
-            let first = log.len();
-            log.fold_text(piece.text(), piece.spans(), first, bytes, &check)
+            log.fold_text(piece.text(), piece.spans(), bytes, &check)
                 .ok()?;
             // Each piece waits for the compressor.
             let taken = Taken::Buffer(piece.into_text());

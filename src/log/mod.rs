@@ -516,8 +516,8 @@ mod tests {
         let whole =
             Log::from_jsonl(format!("{}\n{}\n", header.line(), lines.join("\n")).as_bytes())
                 .expect("the whole log");
-        // Pieces sent before the read (read together at the end, on two
-        // threads) or one at a time while it reads (each as it arrives).
+        // Pieces sent before the read or one at a time while it reads
+        // (each read as it arrives, a long one on two threads).
         let read = |groups: Vec<&[String]>, paced: bool| {
             let (send, pieces) = std::sync::mpsc::channel();
             let verify = |_: &Lines, _: &str, _: usize, e: &EventText<'_>| e.ty != "message/bad";

@@ -14,7 +14,7 @@
 //!   behind a network call. Its result is a `Task` that a later call takes
 //!   (`try_take`) or waits for (`wait`);
 //! - helpers of a scope (`scoped`): at most `MAX_SCOPED` at once, each a
-//!   part of a read (two halves, their compression) that borrows the
+//!   part of a read (a piece's back half, a compression) that borrows the
 //!   caller's bytes and is joined before the scope ends; beyond the bound
 //!   the work is given back and runs on the caller.
 //!

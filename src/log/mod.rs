@@ -480,7 +480,7 @@ mod tests {
     fn a_log_read_from_arriving_pieces_is_the_log_read_whole() {
         let header =
             SessionHeader::from_line(r#"{"type":"session","version":0,"id":"p"}"#).expect("header");
-        let lines: Vec<String> = (0..2 * read::PARALLEL_MIN_LINES + 7)
+        let lines: Vec<String> = (0..4 * read::PARALLEL_MIN_LINES + 7)
             .map(|seq| {
                 let ty = match seq % 3 {
                     0 => "turn/start",
@@ -505,8 +505,8 @@ mod tests {
         let whole =
             Log::from_jsonl(format!("{}\n{}\n", header.line(), lines.join("\n")).as_bytes())
                 .expect("the whole log");
-        // Pieces sent before the read (read together at the end, on two
-        // threads) or one at a time while it reads (each as it arrives).
+        // Pieces sent before the read or one at a time while it reads
+        // (each read as it arrives, a long one on two threads).
         let read = |groups: Vec<&[String]>, paced: bool| {
             let (send, pieces) = std::sync::mpsc::channel();
             let verify = |_: &Lines, _: &str, _: usize, e: &EventText<'_>| e.ty != "message/bad";

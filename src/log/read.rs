@@ -1,5 +1,5 @@
-//! Reading events into a log: a seed (a JSON array per slice) or a whole
-//! JSONL log, read on two threads when it is long, then folded in order.
+//! Reading events into a log: a seed (a JSON array per slice) or a JSONL
+//! log, read a piece of whole lines at a time, each on two threads when long.
 
 use super::texts::{Taken, COMPRESS_MIN_BYTES};
 use super::{Log, TextRef};
@@ -8,21 +8,13 @@ use crate::event::{read_event, EventText, ReadError};
 use crate::executor;
 use crate::session_header::SessionHeader;
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::sync::mpsc;
 
-/// Logs shorter than this are read on one thread.
-pub(super) const PARALLEL_MIN_LINES: usize = 4096;
+/// Pieces shorter than this are read on one thread.
+pub(super) const PARALLEL_MIN_LINES: usize = 2048;
 
 /// Events two reader threads claim at a time.
 const READ_CHUNK: usize = 512;
-
-/// Event texts to load: a buffer (the log's own, or the caller's bytes,
-/// which the log compresses as it takes them) and each event's span in it.
-pub(crate) struct Part<'s> {
-    pub text: &'s str,
-    pub spans: &'s [(usize, usize)],
-}
 
 /// Byte ranges of each line of `text` (without `\n` or a trailing `\r`).
 fn line_spans(text: &str) -> Vec<(usize, usize)> {
@@ -50,87 +42,16 @@ fn line_spans(text: &str) -> Vec<(usize, usize)> {
     spans
 }
 
-/// Logs at least this long are checked and split into lines on two threads.
+/// The caller's bytes are cut in two halves (compressed on two threads
+/// once read: `take`) when at least this long.
 const PARALLEL_MIN_BYTES: usize = 1 << 20;
-
-/// A piece of a JSONL log: the caller's bytes (read where they are; the
-/// log takes its texts compressed, so no raw copy of the log is ever whole:
-/// `take`) or a buffer the log keeps.
-pub(crate) enum Piece<'a> {
-    Borrow(&'a [u8]),
-    Keep(Vec<u8>),
-}
-
-impl Piece<'_> {
-    fn len(&self) -> usize {
-        match self {
-            Piece::Borrow(b) => b.len(),
-            Piece::Keep(v) => v.len(),
-        }
-    }
-}
 
 /// Each line's span in a text.
 type Lines = Vec<(usize, usize)>;
 
-/// A piece as the log's text and its lines' spans, or the 1-based line,
-/// within the piece, of its first invalid UTF-8.
-pub(super) type Prepared<'a> = Result<(Cow<'a, str>, Lines), usize>;
-
-pub(super) fn prepare(piece: Piece<'_>) -> Prepared<'_> {
-    let text = match piece {
-        Piece::Borrow(b) => match std::str::from_utf8(b) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(e) => return Err(newlines(&b[..e.valid_up_to()]) + 1),
-        },
-        Piece::Keep(v) => match String::from_utf8(v) {
-            Ok(text) => Cow::Owned(text),
-            Err(e) => {
-                let at = e.utf8_error().valid_up_to();
-                return Err(newlines(&e.as_bytes()[..at]) + 1);
-            }
-        },
-    };
-    let spans = line_spans(&text);
-    Ok((text, spans))
-}
-
-/// `prepare` of each piece, on two threads when the pieces are long (the
-/// helper takes the pieces after the first half of the bytes).
-pub(super) fn prepare_all(pieces: Vec<Piece<'_>>) -> Vec<Prepared<'_>> {
-    let total: usize = pieces.iter().map(Piece::len).sum();
-    if pieces.len() > 1 && total >= PARALLEL_MIN_BYTES {
-        // The helper takes the pieces after the first half of the bytes.
-        let (mut at, mut bytes) = (0, 0);
-        while at < pieces.len() && bytes < total / 2 {
-            bytes += pieces[at].len();
-            at += 1;
-        }
-        let mut pieces = pieces;
-        let later = pieces.split_off(at.max(1));
-        std::thread::scope(|scope| {
-            let thread = executor::scoped(scope, "dsh-read-half", || {
-                later.into_iter().map(prepare).collect::<Vec<_>>()
-            });
-            let mut first: Vec<Prepared> = pieces.into_iter().map(prepare).collect();
-            match thread.map(|thread| thread.join()) {
-                Ok(Ok(rest)) => first.extend(rest),
-                // A panicking helper is a bug; its pieces are gone, so
-                // the log reads as corrupt rather than short.
-                Ok(Err(_)) => first.push(Err(1)),
-                // No thread could start: its pieces are prepared here.
-                Err(not_started) => first.extend((not_started.work)()),
-            }
-            first
-        })
-    } else {
-        pieces.into_iter().map(prepare).collect()
-    }
-}
-
 /// The session header of a JSONL log from its first line (`None`: the log
 /// has no line).
-pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError> {
+fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError> {
     match line {
         Some(line) if !line.trim().is_empty() => SessionHeader::from_line(line),
         _ => Err(CoreError::new(
@@ -143,7 +64,7 @@ pub(super) fn read_header(line: Option<&str>) -> Result<SessionHeader, CoreError
 
 /// The error of the JSONL log event at `index` (on line `index + 2`) that
 /// failed (`None`: unparsable).
-pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
+fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     let line = index + 2;
     let error = err.unwrap_or_else(|| {
         CoreError::new(
@@ -154,16 +75,8 @@ pub(super) fn event_error(index: usize, err: Option<CoreError>) -> CoreError {
     error.at_line(line)
 }
 
-pub(super) fn newlines(bytes: &[u8]) -> usize {
+fn newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
-}
-
-pub(super) fn invalid_utf8(line: usize) -> CoreError {
-    CoreError::new(
-        Code::CorruptLog,
-        format!("corrupt session log: invalid UTF-8 at line {line}"),
-    )
-    .at_line(line)
 }
 
 /// `bytes` cut after the first newline at or past the middle, when long.
@@ -176,71 +89,60 @@ fn halves(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     Some(bytes.split_at(mid + i + 1))
 }
 
-/// Texts read (the first at offset `base` of the log's texts, `lines` their
-/// lines' spans) as the log takes them. The caller's bytes are compressed
-/// (each borrowed text after the first on a thread of its own: a long log's
-/// two halves, two threads), so no raw copy of them is ever whole; under
+/// Texts read (with their lines' spans) as the log takes them: buffers
+/// the log owns wait for the compressor; the caller's bytes are compressed
+/// now, each text on a helper of its own (a long log's two halves, two
+/// threads), so no raw copy of them is ever whole. Under
 /// `COMPRESS_MIN_BYTES` in all they are copied instead, as the compressor
-/// would leave them. Buffers the log owns wait for the compressor.
-fn take(texts: Vec<Cow<'_, str>>, lines: &[Vec<(usize, usize)>], base: usize) -> Vec<Taken> {
-    // Each text's offset in the log's texts.
-    let bases: Vec<usize> = texts
+/// would leave them.
+fn take(texts: Vec<(Cow<'_, str>, Lines)>) -> Vec<Taken> {
+    let borrowed = |text: &Cow<'_, str>| matches!(text, Cow::Borrowed(_));
+    let borrowed_bytes: usize = texts
         .iter()
-        .scan(base, |at, t| {
-            *at += t.len();
-            Some(*at - t.len())
-        })
-        .collect();
-    let borrowed = |k: usize| matches!(texts[k], Cow::Borrowed(_));
-    let borrowed_bytes: usize = (0..texts.len())
-        .filter(|&k| borrowed(k))
-        .map(|k| texts[k].len())
+        .filter(|(t, _)| borrowed(t))
+        .map(|(t, _)| t.len())
         .sum();
-    let threaded = borrowed_bytes >= COMPRESS_MIN_BYTES;
-    let compress = |k: usize| Taken::compressed(bases[k], &texts[k], &lines[k]);
-    let mut compressing = (0..texts.len()).filter(|&k| threaded && borrowed(k));
-    let first = compressing.next();
-    let mut compressed: Vec<Option<Taken>> = texts.iter().map(|_| None).collect();
+    let mut base = 0;
     std::thread::scope(|scope| {
-        let later: Vec<_> = compressing
-            .map(|k| {
-                let work = move || compress(k);
-                (k, executor::scoped(scope, "dsh-compress", work))
+        let taking: Vec<_> = texts
+            .into_iter()
+            .map(|(text, lines)| {
+                base += text.len();
+                let at = base - text.len();
+                match text {
+                    Cow::Borrowed(text) if borrowed_bytes >= COMPRESS_MIN_BYTES => {
+                        let work = move || Taken::compressed(at, text, &lines);
+                        Err((text, executor::scoped(scope, "dsh-compress", work)))
+                    }
+                    text => Ok(Taken::Buffer(text.into_owned())),
+                }
             })
             .collect();
-        if let Some(k) = first {
-            compressed[k] = Some(compress(k));
-        }
-        for (k, thread) in later {
-            // A panicking thread is a bug, and a text no thread could
-            // start for is compressed here too.
-            compressed[k] = Some(match thread {
-                Ok(thread) => thread.join().unwrap_or_else(|_| compress(k)),
-                Err(not_started) => (not_started.work)(),
-            });
-        }
-    });
-    // The others as a piece a read folds is taken (`Stream::piece`).
-    texts
-        .into_iter()
-        .zip(compressed)
-        .map(|(text, taken)| taken.unwrap_or_else(|| Taken::Buffer(text.into_owned())))
-        .collect()
+        taking
+            .into_iter()
+            .map(|taking| match taking {
+                Ok(taken) => taken,
+                // A panicking helper is a bug: its text is kept as it is.
+                Err((text, Ok(thread))) => {
+                    thread.join().unwrap_or_else(|_| Taken::Buffer(text.into()))
+                }
+                // No helper could start: the text is compressed here.
+                Err((_, Err(not_started))) => (not_started.work)(),
+            })
+            .collect()
+    })
 }
 
 /// The one reader of JSONL lines: the header line, then one event per
 /// line, blank lines only at the end, the first invalid UTF-8 winning over
-/// every other defect. Fed a piece (of whole lines) at a time as pieces
-/// come (`piece`: read and folded on this thread), then the pieces that
-/// waited (`finish`: read on two threads); a one-shot read is a `finish`
-/// of all of them.
+/// every other defect. Fed a piece of whole lines at a time, in order
+/// (`push`: read and folded at once), then `finish`ed.
 #[derive(Default)]
-pub(super) struct Stream {
-    /// Each piece folded as it came, as the log takes it: a buffer that
-    /// waits for the compressor. A defect gives back only the texts of the
-    /// pieces that waited (`finish`).
-    folded: Vec<Taken>,
-    /// Lines and bytes in `folded`.
+pub(super) struct Stream<'a> {
+    /// Each piece pushed, as text, with its lines' spans (kept for the
+    /// caller's bytes only, which `take` compresses by them).
+    texts: Vec<(Cow<'a, str>, Lines)>,
+    /// Lines and bytes in `texts`.
     lines: usize,
     bytes: usize,
     /// The line of the first invalid UTF-8 (it wins over every other defect).
@@ -249,8 +151,6 @@ pub(super) struct Stream {
     failed: Option<CoreError>,
     /// The log, once its header is read.
     log: Option<Log>,
-    /// Whether the header line was read.
-    header_read: bool,
     /// The index of the first of the blank lines just read (allowed only at
     /// the end of the log).
     blank: Option<usize>,
@@ -258,124 +158,101 @@ pub(super) struct Stream {
     next: usize,
 }
 
-impl Stream {
-    /// Read and fold a piece's events, in order, on this thread.
-    pub(super) fn piece(&mut self, piece: Prepared<'_>) {
-        let (text, spans) = match piece {
-            Ok(piece) => piece,
+impl<'a> Stream<'a> {
+    /// The log of `pieces` (whole lines each, in order; every piece but
+    /// the last ends with a newline).
+    pub(super) fn read(pieces: impl IntoIterator<Item = Cow<'a, [u8]>>) -> CoreResult<Log> {
+        let mut stream = Stream::default();
+        pieces.into_iter().for_each(|piece| stream.push(piece));
+        stream.finish()
+    }
+
+    /// Check a piece as UTF-8, split it into lines, and read and fold its
+    /// events, in order (on two threads when there are many).
+    fn push(&mut self, piece: Cow<'a, [u8]>) {
+        // The piece as text, or the line (within it) of its first invalid UTF-8.
+        let text = match piece {
+            Cow::Borrowed(b) => std::str::from_utf8(b)
+                .map(Cow::Borrowed)
+                .map_err(|e| newlines(&b[..e.valid_up_to()]) + 1),
+            Cow::Owned(v) => String::from_utf8(v).map(Cow::Owned).map_err(|e| {
+                let at = e.utf8_error().valid_up_to();
+                newlines(&e.as_bytes()[..at]) + 1
+            }),
+        };
+        let text = match text {
+            // An empty piece (only ever a whole log's) holds no line.
+            Ok(text) if text.is_empty() => return,
+            Ok(text) => text,
             Err(line) => {
                 self.invalid_utf8.get_or_insert(self.lines + line);
                 return;
             }
         };
-        let pieces = [(text, spans)];
+        let spans = line_spans(&text);
         if self.invalid_utf8.is_none() && self.failed.is_none() {
-            if let Err(error) = self.fold(&pieces, false) {
+            if let Err(error) = self.fold(&text, &spans) {
                 self.failed = Some(error);
             }
         }
-        let [(text, spans)] = pieces;
-        let taken = Taken::Buffer(text.into_owned());
         self.lines += spans.len();
-        self.bytes += taken.len();
-        self.folded.push(taken);
+        self.bytes += text.len();
+        let spans = if matches!(text, Cow::Borrowed(_)) {
+            spans
+        } else {
+            Vec::new()
+        };
+        self.texts.push((text, spans));
     }
 
-    /// Read and fold the events of `pieces` (the next lines of the log), in
-    /// order, on two threads when `parallel` and there are many: the
+    /// Read and fold the events of `text` (the next lines of the log): the
     /// header line first; blank lines only at the end of the log (those
-    /// that end `pieces` wait to see whether an event follows).
-    fn fold(&mut self, pieces: &[(Cow<'_, str>, Lines)], parallel: bool) -> Result<(), CoreError> {
-        let mut spans: Vec<&[(usize, usize)]> = pieces.iter().map(|(_, s)| &s[..]).collect();
-        if !self.header_read {
-            self.header_read = true;
-            let first = pieces.iter().position(|(t, _)| !t.is_empty());
-            let line = first.and_then(|k| spans[k].first().map(|&(s, e)| &pieces[k].0[s..e]));
-            self.log = Some(Log::new(read_header(line)?));
-            if let Some(k) = first {
-                spans[k] = spans[k].get(1..).unwrap_or_default();
-            }
+    /// that end `text` wait to see whether an event follows).
+    fn fold(&mut self, text: &str, spans: &[(usize, usize)]) -> Result<(), CoreError> {
+        let mut spans = spans;
+        if self.log.is_none() {
+            let header = read_header(spans.first().map(|&(s, e)| &text[s..e]))?;
+            self.log = Some(Log::new(header));
+            spans = spans.get(1..).unwrap_or_default();
         }
         let Some(log) = self.log.as_mut() else {
             return Ok(());
         };
-        let blank = |k: usize, i: usize| {
-            let (s, e) = spans[k][i];
-            pieces[k].0[s..e].trim().is_empty()
-        };
-        let mut ends: Vec<usize> = spans.iter().map(|s| s.len()).collect();
-        'trim: for k in (0..pieces.len()).rev() {
-            while ends[k] > 0 {
-                if !blank(k, ends[k] - 1) {
-                    break 'trim;
-                }
-                ends[k] -= 1;
-            }
-        }
-        let events: usize = ends.iter().sum();
+        let events = spans
+            .iter()
+            .rposition(|&(s, e)| !text[s..e].trim().is_empty())
+            .map_or(0, |last| last + 1);
         if let (Some(blank), true) = (self.blank, events > 0) {
             return Err(event_error(blank, None));
         }
-        let parts: Vec<Part<'_>> = pieces
-            .iter()
-            .zip(&spans)
-            .zip(&ends)
-            .map(|(((text, _), spans), &end)| Part {
-                text: text.as_ref(),
-                spans: &spans[..end],
-            })
-            .collect();
         log.metas.reserve(events);
         log.texts_mut().reserve(events);
-        log.fold_parts(&parts, self.next, self.bytes, &|_, _, _, _| true, parallel)
+        let all = &|_: usize, _: &EventText<'_>| true;
+        log.fold_text(text, &spans[..events], self.bytes, all)
             .map_err(|(index, err)| event_error(index, err))?;
-        let lines: usize = spans.iter().map(|s| s.len()).sum();
-        if lines > events {
+        if spans.len() > events {
             self.blank.get_or_insert(self.next + events);
         }
-        self.next += lines;
+        self.next += spans.len();
         Ok(())
     }
 
-    /// The log, once the pieces that waited (`rest`, prepared) are read
-    /// too; on a defect, the texts of the pieces come back with it.
-    pub(super) fn finish<'a>(
-        mut self,
-        rest: Vec<Prepared<'a>>,
-    ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        let mut pieces = Vec::with_capacity(rest.len());
-        let mut lines = self.lines;
-        for piece in rest {
-            match piece {
-                Ok((text, spans)) => {
-                    lines += spans.len();
-                    pieces.push((text, spans));
-                }
-                Err(line) => {
-                    self.invalid_utf8.get_or_insert(lines + line);
-                }
-            }
+    /// The log, once every piece is pushed.
+    fn finish(self) -> CoreResult<Log> {
+        if let Some(line) = self.invalid_utf8 {
+            let message = format!("corrupt session log: invalid UTF-8 at line {line}");
+            return Err(CoreError::new(Code::CorruptLog, message).at_line(line));
         }
-        let failed = match (self.invalid_utf8, self.failed.take()) {
-            (Some(line), _) => Some(invalid_utf8(line)),
-            (None, Some(error)) => Some(error),
-            (None, None) => self.fold(&pieces, true).err(),
+        if let Some(error) = self.failed {
+            return Err(error);
+        }
+        // No log yet: no line was pushed.
+        let mut log = match self.log {
+            Some(log) => log,
+            None => Log::new(read_header(None)?),
         };
-        let (texts, spans): (Vec<Cow<'a, str>>, Vec<Lines>) = pieces.into_iter().unzip();
-        match (failed, self.log.take()) {
-            (Some(error), _) => Err((error, texts)),
-            // Only a failed header leaves no log, and it was reported.
-            (None, None) => read_header(None).map(Log::new).map_err(|e| (e, texts)),
-            (None, Some(mut log)) => {
-                let taken = self
-                    .folded
-                    .into_iter()
-                    .chain(take(texts, &spans, self.bytes))
-                    .collect();
-                log.texts_mut().adopt(taken);
-                Ok(log)
-            }
-        }
+        log.texts_mut().adopt(take(self.texts));
+        Ok(log)
     }
 }
 
@@ -401,187 +278,109 @@ impl Log {
     }
 
     /// Parse a whole v0 JSONL log: the caller's bytes, read where they
-    /// are and taken compressed (`take`), two halves on two threads
-    /// when the log is long.
+    /// are and taken compressed (`take`: two halves on two threads when
+    /// the log is long).
     pub fn from_jsonl(bytes: &[u8]) -> Result<Log, CoreError> {
-        let pieces = match halves(bytes) {
-            Some((a, b)) => vec![Piece::Borrow(a), Piece::Borrow(b)],
-            None => vec![Piece::Borrow(bytes)],
-        };
-        Log::read_pieces(pieces).map_err(|(e, _)| e)
-    }
-
-    /// A JSONL log in pieces of whole lines (every piece but the last ends
-    /// with a newline), read whole by the one reader (`Stream`): each piece
-    /// borrowed or kept, checked as UTF-8 and split into lines (on two
-    /// threads when the log is long), then its events read and folded.
-    pub(super) fn read_pieces<'a>(
-        pieces: Vec<Piece<'a>>,
-    ) -> Result<Log, (CoreError, Vec<Cow<'a, str>>)> {
-        Stream::default().finish(prepare_all(pieces))
-    }
-
-    /// Read the events of `parts` (the first at index `first_index`, the
-    /// first part's text at byte `first_byte` of the log's texts) and fold
-    /// them into this log in order: on two threads when there are many, this
-    /// one reading and folding units from the front while a helper reads
-    /// units from the back; they meet wherever their speeds put them
-    /// (another process may hold a core), then this thread folds what the
-    /// helper read (no helper: on this thread only). The error names the
-    /// index of the first event that failed (`None`: unparsable, or refused
-    /// by `verify`).
-    fn fold_parts(
-        &mut self,
-        parts: &[Part<'_>],
-        first_index: usize,
-        first_byte: usize,
-        verify: &(dyn Fn(usize, &str, usize, &EventText<'_>) -> bool + Sync),
-        parallel: bool,
-    ) -> Result<(), (usize, Option<CoreError>)> {
-        // Each part's first event index and first byte offset.
-        let mut firsts = Vec::with_capacity(parts.len());
-        let mut bases = Vec::with_capacity(parts.len());
-        let (mut count, mut bytes) = (first_index, first_byte);
-        for part in parts {
-            firsts.push(count);
-            bases.push(bytes);
-            count += part.spans.len();
-            bytes += part.text.len();
+        match halves(bytes) {
+            Some((a, b)) => Stream::read([Cow::Borrowed(a), Cow::Borrowed(b)]),
+            None => Stream::read([Cow::Borrowed(bytes)]),
         }
-        let read = |k: usize, i: usize| {
-            let part = &parts[k];
-            let (s, e) = part.spans[i];
+    }
+
+    /// Read the events of `text` at `spans` (the first at index `len()`,
+    /// the text at byte `first_byte` of the log's texts) and fold them into this log in order: on two threads when there are
+    /// many, this one reading and folding units from the front while a
+    /// helper reads units from the back; they meet wherever their speeds
+    /// put them (another process may hold a core), then this thread folds
+    /// what the helper read (no helper: on this thread only). The error
+    /// names the index of the first event that failed (`None`: unparsable,
+    /// or refused by `verify`, given an event's position in `spans`).
+    fn fold_text(
+        &mut self,
+        text: &str,
+        spans: &[(usize, usize)],
+        first_byte: usize,
+        verify: &(dyn Fn(usize, &EventText<'_>) -> bool + Sync),
+    ) -> Result<(), (usize, Option<CoreError>)> {
+        let first_index = self.len();
+        let read = |i: usize| {
+            let (s, e) = spans[i];
             // A blank line inside the log reads as unparsable.
-            read_event(&part.text[s..e], firsts[k] + i).and_then(|event| {
-                if verify(k, part.text, i, &event) {
+            read_event(&text[s..e], first_index + i).and_then(|event| {
+                if verify(i, &event) {
                     Ok(event)
                 } else {
                     Err(ReadError::Unparsable)
                 }
             })
         };
-        // Units of work: runs of up to READ_CHUNK events of one part, in order.
-        let mut units: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
-        for (k, part) in parts.iter().enumerate() {
-            let n = part.spans.len();
-            for from in (0..n).step_by(READ_CHUNK) {
-                units.push((k, from..(from + READ_CHUNK).min(n)));
-            }
-        }
+        // Units of work: runs of up to READ_CHUNK events, in order.
+        let units = spans.len().div_ceil(READ_CHUNK);
+        let unit = |u: usize| u * READ_CHUNK..((u + 1) * READ_CHUNK).min(spans.len());
         let log = self;
-        let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
-            let (s, e) = parts[k].spans[i];
-            let index = firsts[k] + i;
-            log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
+        let mut fold = |i: usize, r: Result<EventText<'_>, ReadError>| {
+            let (s, e) = spans[i];
+            let index = first_index + i;
+            log.accept_read(r, index, TextRef::Span(first_byte + s, first_byte + e))
                 .map_err(|err| (index, err))
         };
-        if parallel && count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
-            // This thread reads and folds units from the front (the fold is
-            // in order) while a helper reads units from the back; they meet
-            // wherever their speeds put them (another process may hold a
-            // core), then this thread folds what the helper read.
-            let ends = std::sync::Mutex::new((0, units.len()));
-            let claim = |front: bool| {
-                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
-                if ends.0 >= ends.1 {
-                    None
-                } else if front {
-                    ends.0 += 1;
-                    Some(ends.0 - 1)
-                } else {
-                    ends.1 -= 1;
-                    Some(ends.1)
-                }
-            };
-            let stop = || {
-                let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
-                ends.1 = ends.0;
-            };
-            std::thread::scope(|scope| {
-                // No thread could start: this one claims every unit.
-                let thread = executor::scoped(scope, "dsh-read-back", || {
-                    let mut read_units = Vec::new();
-                    while let Some(u) = claim(false) {
-                        let (k, range) = &units[u];
-                        read_units.push(range.clone().map(|i| read(*k, i)).collect::<Vec<_>>());
-                    }
-                    read_units
-                })
-                .ok();
-                let mut done = Ok(());
-                let mut next = 0;
-                while let Some(u) = claim(true) {
-                    let (k, range) = &units[u];
-                    done = range.clone().try_for_each(|i| fold(*k, i, read(*k, i)));
-                    next = u + 1;
-                    if done.is_err() {
-                        stop();
-                        break;
-                    }
-                }
-                // A panicking reader is a bug; what it took is then read here.
-                let rest = thread.and_then(|thread| thread.join().ok());
-                done?;
-                match rest {
-                    Some(rest) => {
-                        // The helper read units `next..` from the back.
-                        for (u, reads) in (next..units.len()).zip(rest.into_iter().rev()) {
-                            let (k, range) = &units[u];
-                            for (i, r) in range.clone().zip(reads) {
-                                fold(*k, i, r)?;
-                            }
-                        }
-                    }
-                    None => {
-                        for (k, range) in &units[next..] {
-                            range.clone().try_for_each(|i| fold(*k, i, read(*k, i)))?;
-                        }
-                    }
-                }
-                Ok(())
-            })
-        } else {
-            units
-                .iter()
-                .try_for_each(|(k, range)| range.clone().try_for_each(|i| fold(*k, i, read(*k, i))))
+        if spans.len() < PARALLEL_MIN_LINES {
+            return (0..spans.len()).try_for_each(|i| fold(i, read(i)));
         }
-    }
-}
-
-/// Wait on `pieces`: each piece that arrives while the sender lives goes
-/// to `each`, in order (one for which it returns false ends the wait:
-/// `None`); the pieces still waiting once the sender is gone come back, to
-/// be read together.
-pub(super) fn arrivals<P>(
-    pieces: &mpsc::Receiver<P>,
-    mut each: impl FnMut(P) -> bool,
-) -> Option<Vec<P>> {
-    let mut waiting = VecDeque::new();
-    loop {
-        // What has arrived waits; a gone sender ends the stream.
-        let ended = loop {
-            match pieces.try_recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(mpsc::TryRecvError::Empty) => break false,
-                Err(mpsc::TryRecvError::Disconnected) => break true,
+        let ends = std::sync::Mutex::new((0, units));
+        let claim = |front: bool| {
+            let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+            if ends.0 >= ends.1 {
+                None
+            } else if front {
+                ends.0 += 1;
+                Some(ends.0 - 1)
+            } else {
+                ends.1 -= 1;
+                Some(ends.1)
             }
         };
-        if ended {
-            break;
-        }
-        match waiting.pop_front() {
-            Some(piece) => {
-                if !each(piece) {
-                    return None;
+        let stop = || {
+            let mut ends = ends.lock().unwrap_or_else(|e| e.into_inner());
+            ends.1 = ends.0;
+        };
+        std::thread::scope(|scope| {
+            // No thread could start: this one claims every unit.
+            let thread = executor::scoped(scope, "dsh-read-back", || {
+                let mut read_units = Vec::new();
+                while let Some(u) = claim(false) {
+                    read_units.push(unit(u).map(read).collect::<Vec<_>>());
+                }
+                read_units
+            })
+            .ok();
+            let mut done = Ok(());
+            let mut next = 0;
+            while let Some(u) = claim(true) {
+                done = unit(u).try_for_each(|i| fold(i, read(i)));
+                next = u + 1;
+                if done.is_err() {
+                    stop();
+                    break;
                 }
             }
-            None => match pieces.recv() {
-                Ok(piece) => waiting.push_back(piece),
-                Err(_) => break,
-            },
-        }
+            // A panicking reader is a bug; what it took is then read here.
+            let rest = thread.and_then(|thread| thread.join().ok());
+            done?;
+            match rest {
+                // The helper read units `next..` from the back.
+                Some(rest) => {
+                    for (u, reads) in (next..units).zip(rest.into_iter().rev()) {
+                        for (i, r) in unit(u).zip(reads) {
+                            fold(i, r)?;
+                        }
+                    }
+                    Ok(())
+                }
+                None => (next * READ_CHUNK..spans.len()).try_for_each(|i| fold(i, read(i))),
+            }
+        })
     }
-    Some(waiting.into())
 }
 
 /// A piece of event texts, one per span, that arrives while the rest is
@@ -593,12 +392,11 @@ pub(crate) trait ArrivingPiece: Send + Sync {
 }
 
 impl Log {
-    /// A log of `header` and the events of `pieces` as they arrive: each
-    /// piece, as it comes, read, checked by `verify` (the piece, its text,
-    /// the event's index in it, the event) and folded on this thread; the
-    /// pieces still waiting once the sender is gone read on two threads
-    /// The log keeps the pieces' texts.
-    /// `None` when an event fails (the caller reads them another way).
+    /// A log of `header` and the events of `pieces`, each read as it
+    /// arrives (on two threads when long), checked by `verify` (the piece,
+    /// its text, the event's index in it, the event) and folded; the log
+    /// keeps the pieces' texts. `None` when an event fails (the caller
+    /// reads them another way).
     pub(crate) fn from_arriving<P: ArrivingPiece>(
         header: SessionHeader,
         pieces: mpsc::Receiver<P>,
@@ -607,32 +405,14 @@ impl Log {
         let mut log = Log::new(header);
         let mut texts = Vec::new();
         let mut bytes = 0;
-        let mut fold = |batch: Vec<P>, parallel: bool| {
-            let parts: Vec<Part<'_>> = batch
-                .iter()
-                .map(|p| Part {
-                    text: p.text(),
-                    spans: p.spans(),
-                })
-                .collect();
-            let check =
-                |k: usize, text: &str, i: usize, e: &EventText<'_>| verify(&batch[k], text, i, e);
-            let first = log.len();
-            let folded = log.fold_parts(&parts, first, bytes, &check, parallel);
-            drop(parts);
+        for piece in pieces {
+            let check = |i: usize, e: &EventText<'_>| verify(&piece, piece.text(), i, e);
+            log.fold_text(piece.text(), piece.spans(), bytes, &check)
+                .ok()?;
             // Each piece waits for the compressor.
-            for p in batch {
-                let taken = Taken::Buffer(p.into_text());
-                bytes += taken.len();
-                texts.push(taken);
-            }
-            folded.is_ok()
-        };
-        // Each piece as it arrives, on this thread; those still waiting
-        // once the sender is gone, together on two.
-        let rest = arrivals(&pieces, |piece| fold(vec![piece], false))?;
-        if !fold(rest, true) {
-            return None;
+            let taken = Taken::Buffer(piece.into_text());
+            bytes += taken.len();
+            texts.push(taken);
         }
         log.texts_mut().adopt(texts);
         Some(log)
@@ -645,13 +425,8 @@ mod tests {
 
     /// `Log::from_jsonl` of a buffer the log keeps (no copy of the text),
     /// as a pushed piece is kept.
-    fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, (CoreError, Vec<u8>)> {
-        if let Err(e) = std::str::from_utf8(&bytes) {
-            let line = newlines(&bytes[..e.valid_up_to()]) + 1;
-            return Err((invalid_utf8(line), bytes));
-        }
-        Log::read_pieces(vec![Piece::Keep(bytes)])
-            .map_err(|(e, texts)| (e, texts.concat().into_bytes()))
+    fn from_jsonl_vec(bytes: Vec<u8>) -> Result<Log, CoreError> {
+        Stream::read([Cow::Owned(bytes)])
     }
 
     const HEADER: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1}"#;
@@ -688,16 +463,12 @@ mod tests {
         // compressor, and the caller's bytes that short are copied.
         let line = format!(r#"{{"a":"{}"}}"#, "y".repeat(5_000));
         let spans = vec![(0, line.len())];
-        let owned = take(
-            vec![Cow::Owned(line.clone())],
-            std::slice::from_ref(&spans),
-            10,
-        );
+        let owned = take(vec![(Cow::Owned(line.clone()), spans.clone())]);
         assert!(
             matches!(owned[0], Taken::Buffer(_)),
             "left for the compressor"
         );
-        let borrowed = take(vec![Cow::Borrowed(&line[..])], &[spans], 0);
+        let borrowed = take(vec![(Cow::Borrowed(&line[..]), spans)]);
         assert!(matches!(borrowed[0], Taken::Buffer(_)), "short: copied");
     }
 
@@ -718,7 +489,7 @@ mod tests {
     }
 
     fn read_pieces(pieces: Vec<Vec<u8>>) -> Result<Log, CoreError> {
-        Log::read_pieces(pieces.into_iter().map(Piece::Keep).collect()).map_err(|(e, _)| e)
+        Stream::read(pieces.into_iter().map(Cow::Owned))
     }
 
     /// Logs that read, and logs with a defect on a line after the first cuts.
@@ -769,7 +540,7 @@ mod tests {
     #[test]
     fn a_log_pushed_in_parts_cut_anywhere_reads_as_its_bytes_do() {
         for (bytes, defect) in cases_with_defects() {
-            let whole = outcome(from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(from_jsonl_vec(bytes.clone()));
             match (&whole, defect) {
                 (Ok(_), None) => {}
                 (Err((line, message)), Some((at, fragment))) => {
@@ -807,7 +578,7 @@ mod tests {
         bad[at] = b'{';
         cases.extend([long, bad]);
         for bytes in cases {
-            let whole = outcome(from_jsonl_vec(bytes.clone()).map_err(|(e, _)| e));
+            let whole = outcome(from_jsonl_vec(bytes.clone()));
             assert_eq!(outcome(Log::from_jsonl(&bytes)), whole);
             let copied = match halves(&bytes) {
                 Some((a, b)) => vec![a.to_vec(), b.to_vec()],

@@ -1,15 +1,15 @@
 //! Resuming a JSONL log (`Session.fromJsonl`) while it is still being
 //! handed over: the bytes JS pushes are cut into pieces of whole lines, a
-//! reading task on the executor reads and folds each piece as it comes (the
-//! pieces still waiting when the pushing ends are read on two threads);
-//! `finish` takes the log. With no pool thread free, the pieces are kept
+//! reading task on the executor reads and folds each piece as it comes (on
+//! two threads when long); `finish` takes the log. With no pool thread free, the pieces are kept
 //! and read by `finish`, on the calling thread. The first
 //! `deriveMessages()` parses the surface's payloads.
 
-use super::read::{arrivals, prepare, prepare_all, Piece, Stream};
+use super::read::Stream;
 use super::Log;
 use crate::error::{Code, CoreError};
 use crate::executor::{self, Task};
+use std::borrow::Cow;
 use std::sync::mpsc;
 
 /// Bytes after which what was pushed is cut (after its last newline) into a
@@ -136,14 +136,9 @@ impl JsonlReading {
         }
         let last = self.cutter.rest();
         if self.pieces.is_none() {
-            let mut pieces: Vec<Piece<'_>> = std::mem::take(&mut self.kept)
-                .into_iter()
-                .map(Piece::Keep)
-                .collect();
-            if pieces.is_empty() || !last.is_empty() {
-                pieces.push(Piece::Keep(last));
-            }
-            let read = Log::read_pieces(pieces).map_err(|(e, _)| e);
+            let mut pieces = std::mem::take(&mut self.kept);
+            pieces.push(last);
+            let read = Stream::read(pieces.into_iter().map(Cow::Owned));
             self.state = State::Read(Box::new(read));
             return;
         }
@@ -245,19 +240,10 @@ pub(crate) fn too_roomy(len: usize, capacity: usize) -> bool {
 
 /// Read a log whose pieces (whole lines each, in order) arrive through
 /// `pieces` while they are made: each piece, as it comes, is checked as
-/// UTF-8, split into lines and its events read and folded on this thread;
-/// once the sender is gone, the pieces still waiting are read on two
-/// threads.
+/// UTF-8, split into lines and its events read and folded (on two threads
+/// when long).
 pub(crate) fn read_arriving(pieces: &mpsc::Receiver<Vec<u8>>) -> Result<Log, CoreError> {
-    let mut stream = Stream::default();
-    let arrived = arrivals(pieces, |piece| {
-        stream.piece(prepare(Piece::Keep(piece)));
-        true
-    });
-    // Never ended early: a defect is the stream's to report.
-    let rest = arrived.unwrap_or_default();
-    let rest = prepare_all(rest.into_iter().map(Piece::Keep).collect());
-    stream.finish(rest).map_err(|(e, _)| e)
+    Stream::read(pieces.iter().map(Cow::Owned))
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ impl NativeSession {
                 log.seed_json_array(&seed)?;
             }
             if let Some(h) = header {
-                log = log.with_header(SessionHeader::from_json(&id, &h)?);
+                log.set_header(SessionHeader::from_json(&id, &h)?);
             }
             Ok(NativeSession::from_log(log))
         })
@@ -295,7 +295,7 @@ impl NativeSession {
     #[napi(js_name = "lastReplace")]
     pub fn last_replace(&self, env: Env) -> Result<Vec<u32>> {
         call(&env, || {
-            let (a, b) = self.log.last_replace();
+            let (a, b) = self.log.surface().last_replace();
             Ok(vec![a as u32, b as u32])
         })
     }
@@ -326,7 +326,7 @@ impl NativeSession {
         call(&env, || {
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let picks = self.log.payload_picks(&seqs);
-            crate::log::payloads(&self.log.texts, &picks).map(|batch| batch.json)
+            crate::log::payloads(&self.log.texts, &picks)
         })
     }
 

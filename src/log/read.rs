@@ -2,7 +2,7 @@
 //! JSONL log, read on two threads when it is long, then folded in order.
 
 use super::texts::{Taken, COMPRESS_MIN_BYTES};
-use super::{Log, TextRef};
+use super::Log;
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::executor;
@@ -483,8 +483,9 @@ impl Log {
         let mut fold = |k: usize, i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = parts[k].spans[i];
             let index = firsts[k] + i;
-            log.accept_read(r, index, TextRef::Span(bases[k] + s, bases[k] + e))
-                .map_err(|err| (index, err))
+            log.accept_read(r, index).map_err(|err| (index, err))?;
+            log.texts_mut().push_span(bases[k] + s, bases[k] + e);
+            Ok(())
         };
         if parallel && count - first_index >= PARALLEL_MIN_LINES && units.len() > 1 {
             // This thread reads and folds units from the front (the fold is

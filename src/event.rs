@@ -1,7 +1,7 @@
 //! The event envelope (SPEC 1) and the core vocabulary, read from JSON text
 //! without building a tree for the payload.
 
-use crate::error::{Code, CoreError};
+use crate::error::{Code, CoreError, CoreResult};
 use crate::json::seq_of_text;
 use crate::scan::TextDefect;
 use crate::scan::{data_field, member, object_members, scan_event, string_is, string_value};
@@ -151,6 +151,18 @@ pub fn legacy_of(kind: Kind, data: Option<&str>) -> Option<Legacy> {
             string_is(reason, "fallback").then_some(Legacy::FallbackReason)
         }
         _ => None,
+    }
+}
+
+/// Refuse a live append of legacy vocabulary (SPEC 7), as `Session.append`
+/// does before it copies anything and the log's `prepare` does again.
+pub fn refuse_legacy(ty: &str, data: Option<&str>) -> CoreResult<()> {
+    match legacy_of(Kind::of(ty), data) {
+        Some(legacy) => Err(CoreError::new(
+            Code::LegacyVocabulary,
+            legacy.uses_message(&format!("session event \"{ty}\"")),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -4,7 +4,7 @@
 //! nothing.
 
 use crate::error::{Code, CoreError, CoreResult};
-use crate::event::Kind;
+use crate::event::{EventText, Kind};
 use crate::json::seq_of_text;
 use crate::scan::{array_items, key_is, member, object_members, string_is, string_value};
 use std::collections::HashMap;
@@ -17,41 +17,13 @@ pub enum SurfaceOp {
     Replace { start: u64, end: u64 },
 }
 
-/// What committing one event does to the surface.
+/// What committing event `seq` does to the surface: its op (`None`: the
+/// event does not touch it) and, for a replace, the nodes it shadows (as
+/// `foldSurface` reports them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
-    /// The event does not touch the surface.
-    Untouched,
-    /// Push `seq`.
-    Append { seq: u64 },
-    /// The replacement, at surface positions `start_idx..=end_idx`.
-    Replace {
-        r: Replacement,
-        start_idx: usize,
-        end_idx: usize,
-    },
-}
-
-impl Plan {
-    pub fn op(&self) -> Option<SurfaceOp> {
-        match self {
-            Plan::Untouched => None,
-            Plan::Append { .. } => Some(SurfaceOp::Append),
-            Plan::Replace { r, .. } => Some(SurfaceOp::Replace {
-                start: r.start,
-                end: r.end,
-            }),
-        }
-    }
-}
-
-/// One replacement: node `seq` in place of nodes `start..=end`, which are
-/// `shadowed` (as `foldSurface` reports it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replacement {
+pub struct Plan {
     pub seq: u64,
-    pub start: u64,
-    pub end: u64,
+    pub op: Option<SurfaceOp>,
     pub shadowed: Vec<u64>,
 }
 
@@ -71,6 +43,8 @@ pub struct Surface {
     slot_of: HashMap<u64, usize, BuildHasherDefault<SeqHasher>>,
     dead: usize,
     generation: u64,
+    /// `[startIdx, endIdx]` of the last replacement (what JS splices).
+    last_replace: (usize, usize),
 }
 
 /// A removed node's slot.
@@ -138,37 +112,16 @@ impl Hasher for SeqHasher {
     }
 }
 
-/// The surface-relevant part of one event: its `surfaceOp` and
-/// `sourceEventSeqs` as raw JSON texts the scanner read (`None` when
-/// absent; a present `null` is `Some("null")`, and the rules reject it).
-pub struct Candidate<'a> {
-    pub ty: &'a str,
-    pub kind: Kind,
-    pub seq: u64,
-    pub surface_op: Option<&'a str>,
-    pub source_event_seqs: Option<&'a str>,
-}
-
-impl<'a> Candidate<'a> {
-    /// The candidate of an event the scanner read.
-    pub fn of(e: &'a crate::event::EventText<'a>) -> Candidate<'a> {
-        Candidate {
-            ty: &e.ty,
-            kind: e.kind,
-            seq: e.seq,
-            surface_op: e.surface_op,
-            source_event_seqs: e.source_event_seqs,
-        }
-    }
-}
-
 /// A refusal of the surface rules.
 fn refuse<T>(message: impl Into<String>) -> CoreResult<T> {
     Err(CoreError::new(Code::Surface, message))
 }
 
-fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
-    let ty = c.ty;
+/// The op of event `c`: its `surfaceOp` and `sourceEventSeqs` are raw JSON
+/// texts (`None` when absent; a present `null` is `Some("null")`, and the
+/// rules reject it).
+fn parse_op(c: &EventText) -> CoreResult<Option<SurfaceOp>> {
+    let ty = &c.ty;
     if !c.kind.is_surface_eligible() {
         let carried = match (c.surface_op, c.source_event_seqs) {
             (None, None) => return Ok(None),
@@ -211,7 +164,7 @@ fn parse_op(c: &Candidate) -> CoreResult<Option<SurfaceOp>> {
     }
 }
 
-fn check_sources(c: &Candidate, shadowed: &[u64]) -> CoreResult<()> {
+fn check_sources(c: &EventText, shadowed: &[u64]) -> CoreResult<()> {
     // Sorted: duplicates are neighbours and membership is a binary search.
     let mut sources = Vec::new();
     if let Some(raw) = c.source_event_seqs {
@@ -272,25 +225,25 @@ impl Surface {
         self.generation
     }
 
+    /// `[startIdx, endIdx]` of the last committed replacement.
+    pub fn last_replace(&self) -> (usize, usize) {
+        self.last_replace
+    }
+
     /// Validate one event against the current state without changing it.
-    pub fn plan(&self, c: &Candidate) -> CoreResult<Plan> {
+    pub fn plan(&self, c: &EventText) -> CoreResult<Plan> {
         let plan = self.plan_op(c.seq, parse_op(c)?)?;
         // An event with no op has no sources either (`parse_op`).
-        let shadowed = match &plan {
-            Plan::Replace { r, .. } => &r.shadowed[..],
-            _ => &[],
-        };
-        check_sources(c, shadowed)?;
+        check_sources(c, &plan.shadowed)?;
         Ok(plan)
     }
 
     /// The plan of event `seq`'s `op`, its sources unchecked (`plan` checks
     /// them; a fork replays ops a valid log holds).
     pub fn plan_op(&self, seq: u64, op: Option<SurfaceOp>) -> CoreResult<Plan> {
-        let (start, end) = match op {
-            None => return Ok(Plan::Untouched),
-            Some(SurfaceOp::Append) => return Ok(Plan::Append { seq }),
-            Some(SurfaceOp::Replace { start, end }) => (start, end),
+        let Some(SurfaceOp::Replace { start, end }) = op else {
+            let shadowed = Vec::new();
+            return Ok(Plan { seq, op, shadowed });
         };
         let slot = |s: u64, which: &str| match self.slot_of.get(&s) {
             Some(&slot) => Ok(slot),
@@ -299,9 +252,9 @@ impl Surface {
             )),
         };
         let (first, last) = (slot(start, "start")?, slot(end, "end")?);
-        // Where each end is on the surface: the live slots before it.
-        let (start_idx, end_idx) = (self.live.prefix(first), self.live.prefix(last));
         if first > last {
+            // Where each end is on the surface: the live slots before it.
+            let (start_idx, end_idx) = (self.live.prefix(first), self.live.prefix(last));
             return refuse(format!(
                 "surface replace: start seq {start} (index {start_idx}) is after end seq {end} (index {end_idx})"
             ));
@@ -311,42 +264,34 @@ impl Surface {
             .copied()
             .filter(|&s| s != DEAD)
             .collect();
-        Ok(Plan::Replace {
-            r: Replacement {
-                seq,
-                start,
-                end,
-                shadowed,
-            },
-            start_idx,
-            end_idx,
-        })
+        Ok(Plan { seq, op, shadowed })
     }
 
-    /// Apply a plan made against the current state; returns the replacement
-    /// it committed, if any.
-    pub fn apply(&mut self, plan: Plan) -> Option<Replacement> {
-        let r = match plan {
-            Plan::Untouched => return None,
-            Plan::Append { seq } => {
-                self.slot_of.insert(seq, self.slots.len());
-                self.slots.push(seq);
+    /// Apply a plan made against the current state; returns it when it
+    /// committed a replacement.
+    pub fn apply(&mut self, plan: Plan) -> Option<Plan> {
+        match plan.op? {
+            SurfaceOp::Append => {
+                self.slot_of.insert(plan.seq, self.slots.len());
+                self.slots.push(plan.seq);
                 self.live.push_one();
                 return None;
             }
-            Plan::Replace { r, .. } => r,
-        };
+            SurfaceOp::Replace { .. } => {}
+        }
         // A plan is made against this state: the shadowed nodes are live.
-        let mut slots = r.shadowed.iter().filter_map(|s| self.slot_of.remove(s));
+        let mut slots = plan.shadowed.iter().filter_map(|s| self.slot_of.remove(s));
         let first = slots.next()?;
+        let at = self.live.prefix(first);
+        self.last_replace = (at, at + plan.shadowed.len() - 1);
         for slot in slots {
             self.slots[slot] = DEAD;
             self.live.clear(slot);
             self.dead += 1;
         }
         // The new node takes the first shadowed node's slot.
-        self.slots[first] = r.seq;
-        self.slot_of.insert(r.seq, first);
+        self.slots[first] = plan.seq;
+        self.slot_of.insert(plan.seq, first);
         self.generation += 1;
         // Drop the dead slots once they outnumber the live ones.
         if self.dead > self.slot_of.len().max(64) {
@@ -357,14 +302,14 @@ impl Surface {
             }
             self.dead = 0;
         }
-        Some(r)
+        Some(plan)
     }
 }
 
 /// `foldSurface(events)`, over the JSON array JS serialized of the caller's
-/// `{type, seq, surfaceOp?, sourceEventSeqs?}`: the surface and every
-/// replacement.
-pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
+/// `{type, seq, surfaceOp?, sourceEventSeqs?}`: the surface and the plan of
+/// every replacement.
+pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Plan>)> {
     let rows = array_items(events)
         .and_then(|items| {
             items
@@ -393,10 +338,13 @@ pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Replacement>)> {
         let ty = member(members, "type")
             .and_then(string_value)
             .unwrap_or_default();
-        let plan = surface.plan(&Candidate {
-            ty: &ty,
+        let plan = surface.plan(&EventText {
             kind: Kind::of(&ty),
+            ty: ty.into(),
             seq: expected,
+            // The fold reads neither.
+            time: 0,
+            data: "null",
             surface_op: member(members, "surfaceOp"),
             source_event_seqs: member(members, "sourceEventSeqs"),
         })?;
@@ -417,15 +365,25 @@ mod tests {
             Some(op.to_string())
         };
         let src = src.map(|v| v.to_string());
-        let plan = s.plan(&Candidate {
-            ty,
+        s.apply(s.plan(&event(ty, seq, op.as_deref(), src.as_deref()))?);
+        Ok(())
+    }
+
+    fn event<'a>(
+        ty: &'a str,
+        seq: u64,
+        op: Option<&'a str>,
+        src: Option<&'a str>,
+    ) -> EventText<'a> {
+        EventText {
+            ty: ty.into(),
             kind: Kind::of(ty),
             seq,
-            surface_op: op.as_deref(),
-            source_event_seqs: src.as_deref(),
-        })?;
-        s.apply(plan);
-        Ok(())
+            time: 0,
+            data: "null",
+            surface_op: op,
+            source_event_seqs: src,
+        }
     }
 
     fn msg(r: CoreResult<()>) -> String {
@@ -463,19 +421,11 @@ mod tests {
                     let op = json!({"op": "replace", "start": start, "end": end}).to_string();
                     let src = json!(shadowed).to_string();
                     let plan = s
-                        .plan(&Candidate {
-                            ty: "user/message",
-                            kind: Kind::UserMessage,
-                            seq,
-                            surface_op: Some(&op),
-                            source_event_seqs: Some(&src),
-                        })
+                        .plan(&event("user/message", seq, Some(&op), Some(&src)))
                         .unwrap();
-                    assert!(
-                        matches!(plan, Plan::Replace { start_idx, end_idx, .. } if (start_idx, end_idx) == (i, j))
-                    );
                     let replaced = s.apply(plan).map(|r| r.shadowed);
                     assert_eq!(replaced, Some(shadowed));
+                    assert_eq!(s.last_replace(), (i, j));
                     model.splice(i..=j, [seq]);
                 }
                 assert_eq!(s.slot_of.len(), model.len());

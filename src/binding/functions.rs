@@ -2,11 +2,11 @@
 
 use super::call;
 use crate::error::{Code, CoreError};
-use crate::event::{is_surface_eligible_type, Kind};
+use crate::event::{is_surface_eligible_type, refuse_legacy, Kind};
 use crate::json::seq_of_text;
 use crate::repair::{closers, ScanEvent};
 use crate::scan::{array_items, member, object_members, string_value};
-use crate::surface::fold;
+use crate::surface::{fold, SurfaceOp};
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
@@ -25,11 +25,14 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
         let seqs = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let replacements: Vec<String> = replacements
             .iter()
-            .map(|r| {
-                let (seq, start, end, shadowed) = (r.seq, r.start, r.end, seqs(&r.shadowed));
-                format!(
+            .filter_map(|r| {
+                let Some(SurfaceOp::Replace { start, end }) = r.op else {
+                    return None;
+                };
+                let (seq, shadowed) = (r.seq, seqs(&r.shadowed));
+                Some(format!(
                     r#"{{"seq":{seq},"start":{start},"end":{end},"shadowedSeqs":[{shadowed}]}}"#
-                )
+                ))
             })
             .collect();
         let (nodes, replacements) = (seqs(&nodes), replacements.join(","));
@@ -69,15 +72,7 @@ pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String>
 /// Reject legacy request-header vocabulary on append (SPEC 7).
 #[napi(js_name = "checkLegacy")]
 pub fn check_legacy(env: Env, ty: String, data: String) -> Result<()> {
-    call(&env, || {
-        match crate::event::legacy_of(Kind::of(&ty), Some(&data)) {
-            Some(legacy) => Err(CoreError::new(
-                Code::LegacyVocabulary,
-                legacy.uses_message(&format!("session event \"{ty}\"")),
-            )),
-            None => Ok(()),
-        }
-    })
+    call(&env, || refuse_legacy(&ty, Some(&data)))
 }
 
 /// Every code a native error may carry (`Code::ALL`), for the JS side's list.

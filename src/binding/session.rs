@@ -227,7 +227,7 @@ impl NativeSession {
     #[napi(js_name = "lastReplace")]
     pub fn last_replace(&self, env: Env) -> Result<Vec<u32>> {
         call(&env, || {
-            let (a, b) = self.log.last_replace();
+            let (a, b) = self.log.surface().last_replace();
             Ok(vec![a as u32, b as u32])
         })
     }
@@ -258,7 +258,7 @@ impl NativeSession {
         call(&env, || {
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let picks = self.log.payload_picks(&seqs);
-            crate::log::payloads(&self.log.texts, &picks).map(|batch| batch.json)
+            crate::log::payloads(&self.log.texts, &picks)
         })
     }
 

@@ -4,9 +4,8 @@
 
 use super::{Log, Prepared};
 use crate::error::{Code, CoreError, CoreResult};
-use crate::event::{legacy_of, Kind};
+use crate::event::{refuse_legacy, EventText, Kind};
 use crate::scan::{member, object_members};
-use crate::surface::Candidate;
 
 impl Log {
     /// Validate a live append (SPEC 4 steps 2, 5, 6). `surface_meta` is the
@@ -24,13 +23,8 @@ impl Log {
             let behind = format!("append seq {seq} is behind the native log ({len})");
             return Err(CoreError::new(Code::InvalidArgument, behind));
         }
+        refuse_legacy(ty, data)?;
         let kind = Kind::of(ty);
-        if let Some(legacy) = legacy_of(kind, data) {
-            return Err(CoreError::new(
-                Code::LegacyVocabulary,
-                legacy.uses_message(&format!("session event \"{ty}\"")),
-            ));
-        }
         // `{surfaceOp?, sourceEventSeqs?}` as JS wrote it from its snapshot.
         let members = match surface_meta {
             Some(m) => object_members(m).ok_or_else(|| {
@@ -43,19 +37,22 @@ impl Log {
             })?,
             None => Vec::new(),
         };
-        let plan = self.surface.plan(&Candidate {
-            ty,
+        let plan = self.surface.plan(&EventText {
+            ty: ty.into(),
             kind,
             seq,
+            // The surface fold reads neither.
+            time: 0,
+            data: "null",
             surface_op: member(&members, "surfaceOp"),
             source_event_seqs: member(&members, "sourceEventSeqs"),
         })?;
-        Ok(Prepared { plan, kind, seq })
+        Ok(Prepared { plan, kind })
     }
 
     /// Commit a prepared append. The caller guarantees nothing was committed
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
-        self.apply(p.plan, p.kind, p.seq);
+        self.apply(p.plan, p.kind);
     }
 }

@@ -29,14 +29,8 @@ pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
-use crate::surface::{Candidate, Plan, Surface, SurfaceOp};
+use crate::surface::{Plan, Surface, SurfaceOp};
 use std::sync::Arc;
-
-/// Where an accepted event's text is: to copy in, or already in the buffer.
-enum TextRef<'a> {
-    Copy(&'a str),
-    Span(usize, usize),
-}
 
 /// Whose fork a boundary is checked for: `Session.fork` (a boundary that
 /// is not a `turn/end` is `INVALID_BOUNDARY`) or the Cordis service's
@@ -108,29 +102,26 @@ pub struct EventMeta {
     pub op: Option<SurfaceOp>,
 }
 
-/// A validated, not yet committed live append of event `seq`.
+/// A validated, not yet committed live append.
 #[derive(Debug)]
 pub struct Prepared {
     plan: Plan,
     kind: Kind,
-    seq: u64,
 }
 
 impl Prepared {
     /// The surface effect (0: untouched, 1: appended, 2: replaced), plus 4
     /// (JS's `EFFECT_HEADER`) when the event moves the header fold.
     pub fn effect(&self) -> u32 {
-        let surface = match self.plan {
-            Plan::Untouched => 0,
-            Plan::Append { .. } => 1,
-            Plan::Replace { .. } => 2,
+        let surface = match self.plan.op {
+            None => 0,
+            Some(SurfaceOp::Append) => 1,
+            Some(SurfaceOp::Replace { .. }) => 2,
         };
-        surface
-            | if self.kind == Kind::RequestHeader {
-                4
-            } else {
-                0
-            }
+        match self.kind {
+            Kind::RequestHeader => surface | 4,
+            _ => surface,
+        }
     }
 }
 
@@ -145,7 +136,6 @@ pub struct Log {
     /// objects; the log holds only their surface and header effects.
     pub(crate) texts: Arc<Texts>,
     pub(crate) surface: Surface,
-    pub(crate) last_replace: (usize, usize),
     /// Seq of the latest `request/header` (the header fold; JS builds the
     /// canonical header).
     pub(crate) request_header: Option<u64>,
@@ -158,7 +148,6 @@ impl Log {
             metas: metas::Metas::default(),
             texts: Arc::default(),
             surface: Surface::default(),
-            last_replace: (0, 0),
             request_header: None,
         }
     }
@@ -227,38 +216,26 @@ impl Log {
         self.texts.span_bytes(from, to) + to.saturating_sub(from)
     }
 
-    /// `[startIdx, endIdx]` of the last committed replacement.
-    pub fn last_replace(&self) -> (usize, usize) {
-        self.last_replace
-    }
-
     /// Seq of the latest `request/header`, if any.
     pub fn request_header_seq(&self) -> Option<u64> {
         self.request_header
     }
 
-    /// Commit event `seq`'s validated surface plan and header fold step.
-    fn apply(&mut self, plan: Plan, kind: Kind, seq: u64) {
-        if let Plan::Replace {
-            start_idx, end_idx, ..
-        } = plan
-        {
-            self.last_replace = (start_idx, end_idx);
+    /// Commit an event's validated surface plan and header fold step.
+    fn apply(&mut self, plan: Plan, kind: Kind) {
+        if kind == Kind::RequestHeader {
+            self.request_header = Some(plan.seq);
         }
         self.surface.apply(plan);
-        if kind == Kind::RequestHeader {
-            self.request_header = Some(seq);
-        }
     }
 
     /// Check one already-read event against every seed rule that needs the
     /// log (contiguity, surface transition) and commit it, with the seed
-    /// messages for `index`. `text` is where the event's text lives.
+    /// messages for `index`; the caller then keeps its text.
     fn accept_read(
         &mut self,
         read: Result<EventText<'_>, ReadError>,
         index: usize,
-        text: TextRef<'_>,
     ) -> Result<(), Option<CoreError>> {
         let e = match read {
             Ok(e) => e,
@@ -271,20 +248,15 @@ impl Log {
                 e.seq
             ))));
         }
-        let plan = self.surface.plan(&Candidate::of(&e)).map_err(|err| {
+        let plan = self.surface.plan(&e).map_err(|err| {
             Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
         })?;
         self.metas.push(EventMeta {
             kind: e.kind,
             time: e.time,
-            op: plan.op(),
+            op: plan.op,
         });
-        self.apply(plan, e.kind, e.seq);
-        let texts = self.texts_mut();
-        match text {
-            TextRef::Copy(t) => texts.push(t),
-            TextRef::Span(start, end) => texts.push_span(start, end),
-        }
+        self.apply(plan, e.kind);
         Ok(())
     }
 
@@ -295,7 +267,9 @@ impl Log {
         text: &str,
         index: usize,
     ) -> Result<(), Option<CoreError>> {
-        self.accept_read(read_event(text, index), index, TextRef::Copy(text))
+        self.accept_read(read_event(text, index), index)?;
+        self.texts_mut().push(text);
+        Ok(())
     }
 
     /// The surface of events `0..end` alone (live appends after the texts,
@@ -313,7 +287,7 @@ impl Log {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
             })?;
             let plan = log.surface.plan_op(i as u64, meta.op)?;
-            log.apply(plan, meta.kind, i as u64);
+            log.apply(plan, meta.kind);
         }
         Ok(log)
     }
@@ -657,7 +631,11 @@ mod tests {
                 want.metas.last_boundary(),
                 "{end}"
             );
-            assert_eq!(fork.last_replace(), want.last_replace(), "{end}");
+            assert_eq!(
+                fork.surface().last_replace(),
+                want.surface().last_replace(),
+                "{end}"
+            );
             for i in 0..end {
                 let (a, b) = (fork.metas.get(i), want.metas.get(i));
                 assert_eq!(

@@ -43,7 +43,7 @@ impl Log {
     /// fixed name).
     #[cfg(test)]
     pub fn payloads_json(&self, seqs: &[u32]) -> CoreResult<String> {
-        Ok(payloads(&self.texts, &self.payload_picks(seqs))?.json)
+        payloads(&self.texts, &self.payload_picks(seqs))
     }
 
     /// What `payloads` reads of the events at `seqs`: each seq with its
@@ -106,7 +106,7 @@ fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
 /// The payloads of `picks` (seq and type name, `Log::payload_picks`) as one
 /// JSON array `[type, data, type, data, ...]` (the type null for a kind
 /// without a fixed name).
-pub fn payloads(texts: &Texts, picks: &[(u32, Option<&str>)]) -> CoreResult<PayloadBatch> {
+pub fn payloads(texts: &Texts, picks: &[(u32, Option<&str>)]) -> CoreResult<String> {
     let bytes = picks
         .iter()
         .map(|&(i, _)| texts.span_bytes(i as usize, i as usize + 1) + 8)
@@ -128,13 +128,7 @@ pub fn payloads(texts: &Texts, picks: &[(u32, Option<&str>)]) -> CoreResult<Payl
         json.push_str(&data_of(texts, seq as usize)?);
     }
     json.push(']');
-    Ok(PayloadBatch { json })
-}
-
-/// The payloads of events, as `payloads` gives them.
-#[derive(Debug, PartialEq)]
-pub struct PayloadBatch {
-    pub json: String,
+    Ok(json)
 }
 
 /// Write the JSONL of `header` and `texts` (what a JSONL store holds) to

@@ -2,7 +2,7 @@
 //! log, read a piece of whole lines at a time, each on two threads when long.
 
 use super::texts::{Taken, COMPRESS_MIN_BYTES};
-use super::{Log, TextRef};
+use super::Log;
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{read_event, EventText, ReadError};
 use crate::executor;
@@ -321,8 +321,9 @@ impl Log {
         let mut fold = |i: usize, r: Result<EventText<'_>, ReadError>| {
             let (s, e) = spans[i];
             let index = first_index + i;
-            log.accept_read(r, index, TextRef::Span(first_byte + s, first_byte + e))
-                .map_err(|err| (index, err))
+            log.accept_read(r, index).map_err(|err| (index, err))?;
+            log.texts_mut().push_span(first_byte + s, first_byte + e);
+            Ok(())
         };
         if spans.len() < PARALLEL_MIN_LINES {
             return (0..spans.len()).try_for_each(|i| fold(i, read(i)));

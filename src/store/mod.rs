@@ -25,7 +25,7 @@ use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{legacy_of, read_event, Kind, ReadError};
 use crate::log::{Log, Texts};
 use crate::session_header::SessionHeader;
-use crate::surface::{Candidate, Surface};
+use crate::surface::Surface;
 use lease::{Lease, Leases, Refused};
 use load::Repaired;
 use std::collections::HashMap;
@@ -1026,7 +1026,7 @@ fn check_surface(id: &str, surface: &Surface, batch: &Batch) -> CoreResult<Surfa
             // `parse_batch` read every event already.
             Err(_) => continue,
         };
-        let plan = next.plan(&Candidate::of(&e)).map_err(|err| {
+        let plan = next.plan(&e).map_err(|err| {
             err.map_message(|m| {
                 format!(
                     "invalid append batch for session {}: event at index {index} (seq {}): {m}",

@@ -89,6 +89,8 @@ pub fn queue(job: Job) -> Result<(), Job> {
                 // The threads there are take it in turn.
                 return Ok(());
             }
+            // Another caller's job may be last now: any job will do, as
+            // each settles its own promise wherever it runs.
             p.jobs.pop_back().map_or(Ok(()), Err)
         }
     }
@@ -124,13 +126,16 @@ where
     }
     match grow(p) {
         Ok(()) => Ok(task),
-        Err(mut p) => {
-            // Its job is the last queued: take it back.
-            p.jobs.pop_back();
+        Err(p) => {
+            // The job stays queued (while `grow` let go of the lock, a
+            // worker may have taken it, or later jobs come after it): the
+            // work goes to whoever takes it from its slot first, a worker
+            // running the job or this caller, and the job then finds its
+            // slot empty and does nothing.
             drop(p);
             match take(&slot) {
                 Some(work) => Err(NotStarted { work }),
-                None => unreachable!("a job not run keeps its work"),
+                None => Ok(task),
             }
         }
     }

@@ -45,12 +45,21 @@ function surfaceMetaJson(meta) {
 /**
  * How many events a fork of session `id` of `length` events takes at
  * `boundary`, or the boundary rule's error (its one home is native:
- * `log::fork_end`); `seqAt(i)` and `typeAt(i)` read event i (`seqAt` null:
- * a session's own seqs); `service`: the Cordis service's wording (SPEC 12.6).
+ * `log::fork_end`, given what it may read: the last event's seq, and the
+ * boundary event's seq and type when the boundary is an index of one);
+ * `seqAt(i)` and `typeAt(i)` read event i; `service`: the Cordis service's
+ * wording (SPEC 12.6).
  */
 function forkEnd(id, boundary, length, seqAt, typeAt, service) {
-  const number = boundary === undefined ? null : typeof boundary === 'number' ? boundary : NaN
-  return binding.forkEnd(id, number, String(boundary), length, seqAt, typeAt, service)
+  const number = (v) => (typeof v === 'number' ? v : NaN)
+  const last = length === 0 ? undefined : seqAt(length - 1)
+  const b = boundary === undefined ? last : boundary
+  const at = Number.isSafeInteger(b) && b >= 0 && b < length ? b : -1
+  const atSeq = at < 0 ? NaN : number(seqAt(at))
+  const atType = at < 0 ? 'turn/end' : typeAt(at)
+  const other = atType === 'turn/end' ? null : String(atType)
+  const given = boundary === undefined ? null : number(boundary)
+  return binding.forkEnd(id, given, String(boundary), length, number(last), String(last), atSeq, other, service)
 }
 
 /** A lossless frozen copy of a session header, or INVALID_HEADER. */
@@ -152,7 +161,7 @@ class Events {
       // A text's type, read without its payload (held: `data` null).
       return JSON.parse(this.native.eventsJson(seq, seq + 1, Uint32Array.of(seq)))[0].type
     }
-    return forkEnd(id, boundary, this.seq, null, typeAt, service)
+    return forkEnd(id, boundary, this.seq, (seq) => seq, typeAt, service)
   }
 
   /** Keep an appended event. */

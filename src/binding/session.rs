@@ -2,13 +2,13 @@
 //! the JS-facing object: live events, caches, observers); this class owns
 //! the log (the texts it was given, the surface, the header fold).
 
-use super::{call, guarded, js_error};
+use super::{call, guarded};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::executor::{self, Task};
 use crate::log::{Log, Prepared, COMPRESS_MIN_BYTES};
 use crate::session_header::SessionHeader;
-use napi::bindgen_prelude::{Buffer, Function, Uint32Array, Unknown};
-use napi::{Env, JsValue, Result, ValueType};
+use napi::bindgen_prelude::{Buffer, Uint32Array};
+use napi::{Env, Result};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -430,9 +430,10 @@ pub fn write_jsonl(
 /// How many events a fork of session `id` of `length` events takes at
 /// `boundary` (`log::fork_end`, the rule's one home): `boundary` null for the
 /// last event, NaN for a value that is no number (`shown`: JS's `String` of
-/// it); `seqAt(i)` reads event `i`'s seq (left out: `i`, a session of this
-/// package), `typeAt(i)` its type; `service`: the Cordis service's rule
-/// (SPEC 12.6). What a callback throws is thrown as it is.
+/// it). JS reads what the rule may read first: the last event's seq (`last`,
+/// NaN when no number; `lastShown`) and, when the boundary is an index of an
+/// event, that event's seq (`at`) and its type (`atType`, null for
+/// `turn/end`). `service`: the Cordis service's rule (SPEC 12.6).
 #[napi(js_name = "forkEnd")]
 #[allow(clippy::too_many_arguments)]
 pub fn fork_end(
@@ -441,51 +442,33 @@ pub fn fork_end(
     boundary: Option<f64>,
     shown: String,
     length: f64,
-    seq_at: Option<Function<u32, Unknown>>,
-    type_at: Function<u32, Unknown>,
+    last: f64,
+    last_shown: String,
+    at: f64,
+    at_type: Option<String>,
     service: bool,
 ) -> Result<f64> {
-    let thrown = std::cell::Cell::new(None);
-    // A value read: its type, its number (NaN when it is none), its text.
-    let read = |f: &Function<u32, Unknown>, i: u64| {
-        let value = || -> Result<(ValueType, f64, String)> {
-            let v = f.call(i as u32)?;
-            let ty = v.get_type()?;
-            let number = match ty {
-                ValueType::Number => v.coerce_to_number()?.get_double()?,
-                _ => f64::NAN,
-            };
-            Ok((ty, number, v.coerce_to_string()?.into_utf8()?.into_owned()?))
-        };
-        value().map_err(|e| {
-            thrown.set(Some(e));
-            CoreError::new(Code::Internal, "a fork source's callback threw")
-        })
-    };
     let fork_of = match service {
         true => crate::log::ForkOf::Service,
         false => crate::log::ForkOf::Session,
     };
-    let end = guarded("the native call", || {
+    let length = length as u64;
+    call(&env, || {
+        // The rule reads event `length - 1` (the last) and the boundary's.
+        let seq_at = |i: u64| match i + 1 == length {
+            true => Ok((last, last_shown.clone())),
+            false => Ok((at, String::new())),
+        };
         crate::log::fork_end(
             &id,
             boundary.map(|b| (b, shown)),
-            length as u64,
+            length,
             fork_of,
-            |i| match &seq_at {
-                Some(f) => read(f, i).map(|(_, number, text)| (number, text)),
-                None => Ok((i as f64, i.to_string())),
-            },
-            |i| {
-                let (ty, _, text) = read(&type_at, i)?;
-                Ok((ty != ValueType::String || text != "turn/end").then_some(text))
-            },
+            seq_at,
+            |_| Ok(at_type.clone()),
         )
-    });
-    match thrown.take() {
-        Some(e) => Err(e),
-        None => end.map(|e| e as f64).map_err(|e| js_error(&env, &e)),
-    }
+        .map(|e| e as f64)
+    })
 }
 
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS

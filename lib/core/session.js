@@ -78,7 +78,6 @@ class Session {
   #header
   /** View of the native surface order (see the top of this file). */
   #nodes = []
-  #generation = 0
   #surface
   #headerStale = true
   #headerCache = undefined
@@ -115,9 +114,7 @@ class Session {
     const nodes = this.#nodes
     const surfaceNodes = native.surfaceNodes()
     for (let i = 0; i < surfaceNodes.length; i++) nodes.push(surfaceNodes[i])
-    this.#generation = native.replaceGeneration
-    const self = this
-    this.#surface = freeze({ get nodes() { return nodes }, get replaceGeneration() { return self.#generation } })
+    this.#surface = freeze({ get nodes() { return nodes }, get replaceGeneration() { return native.replaceGeneration } })
     this.#derived = new Derived(nodes, events)
     if (parent !== undefined) {
       if (!detached) events.sharePayloads(parent.#events)
@@ -255,7 +252,6 @@ class Session {
       const [startIdx, endIdx] = this.#events.native.lastReplace()
       this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
       this.#derived.forget(startIdx, endIdx)
-      this.#generation += 1
     }
     if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
     this.#events.push(event)

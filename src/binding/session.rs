@@ -474,7 +474,7 @@ pub fn fork_end(
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS
 /// encodes a long string to UTF-8 a part at a time into one small buffer,
 /// which costs less than encoding it whole, and pushes each part; a Buffer,
-/// the CLI's read too, is handed over whole) and read on threads of its own
+/// the CLI's read too, is handed over whole) and read
 /// from its first piece on; `finish()` gives the session.
 #[napi]
 pub struct JsonlReading {

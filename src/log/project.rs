@@ -38,14 +38,6 @@ impl Log {
         Ok(out)
     }
 
-    /// The type and payload of the events at `seqs`, as one flat JSON array
-    /// `[type, data, type, data, ...]` (the type null for a kind without a
-    /// fixed name).
-    #[cfg(test)]
-    pub fn payloads_json(&self, seqs: &[u32]) -> CoreResult<String> {
-        payloads(&self.texts, &self.payload_picks(seqs))
-    }
-
     /// What `payloads` reads of the events at `seqs`: each seq with its
     /// type's name.
     pub fn payload_picks(&self, seqs: &[u32]) -> Vec<(u32, Option<&'static str>)> {

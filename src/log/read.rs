@@ -169,7 +169,7 @@ impl<'a> Stream<'a> {
 
     /// Check a piece as UTF-8, split it into lines, and read and fold its
     /// events, in order (on two threads when there are many).
-    fn push(&mut self, piece: Cow<'a, [u8]>) {
+    pub(super) fn push(&mut self, piece: Cow<'a, [u8]>) {
         // The piece as text, or the line (within it) of its first invalid UTF-8.
         let text = match piece {
             Cow::Borrowed(b) => std::str::from_utf8(b)
@@ -238,7 +238,7 @@ impl<'a> Stream<'a> {
     }
 
     /// The log, once every piece is pushed.
-    fn finish(self) -> CoreResult<Log> {
+    pub(super) fn finish(self) -> CoreResult<Log> {
         if let Some(line) = self.invalid_utf8 {
             let message = format!("corrupt session log: invalid UTF-8 at line {line}");
             return Err(CoreError::new(Code::CorruptLog, message).at_line(line));

@@ -1,9 +1,9 @@
 //! Resuming a JSONL log (`Session.fromJsonl`) while it is still being
-//! handed over: the bytes JS pushes are cut into pieces of whole lines, a
-//! reading task on the executor reads and folds each piece as it comes (on
-//! two threads when long); `finish` takes the log. With no pool thread free, the pieces are kept
-//! and read by `finish`, on the calling thread. The first
-//! `deriveMessages()` parses the surface's payloads.
+//! handed over: the bytes JS pushes are cut into pieces of whole lines, each
+//! read and folded as it comes (`Stream::push`, on two threads when long);
+//! `finish` takes the log. A log handed over whole is read where it is, by a
+//! task on the executor when long. The first `deriveMessages()` parses the
+//! surface's payloads.
 
 use super::read::Stream;
 use super::Log;
@@ -13,34 +13,24 @@ use std::borrow::Cow;
 use std::sync::mpsc;
 
 /// Bytes after which what was pushed is cut (after its last newline) into a
-/// piece for the reading thread. A log shorter than one piece is read at
-/// once when the pushing ends, on the calling thread (a thread costs more
-/// than the overlap gains there).
+/// piece for the reader.
 pub(crate) const PIECE_BYTES: usize = 1 << 20;
 
 /// The caller's whole log, held while a read borrows it (a JS Buffer: the
 /// read neither copies it nor lets it go before `finish`).
 pub type Owner = Box<dyn AsRef<[u8]> + Send>;
 
-/// A JSONL log handed over in parts cut anywhere and read, from its first
-/// piece on, by a thread of its own (see the module comment); or handed
-/// over whole (`of_owner`) and read where it is.
+/// A JSONL log handed over in parts cut anywhere and read piece by piece as
+/// they come; or handed over whole (`of_owner`) and read where it is.
 pub struct JsonlReading {
-    /// Bytes pushed since the last piece.
-    cutter: Cutter,
-    /// Pieces for the reading task, until the pushing ends.
-    pieces: Option<mpsc::Sender<Vec<u8>>>,
-    /// Pieces no reading task took (none was free): read by `finish`.
-    kept: Vec<Vec<u8>>,
-    /// The pushing ended (`finish` was called).
-    ended: bool,
     state: State,
 }
 
 enum State {
-    Pushing,
+    /// The bytes pushed since the last piece, and the reader of the pieces.
+    Pushing(Cutter, Box<Stream<'static>>),
     /// The reading task, which gives back the caller's log it borrowed.
-    Reading(Task<(Result<Log, CoreError>, Option<Owner>)>),
+    Reading(Task<(Result<Log, CoreError>, Owner)>),
     Read(Box<Result<Log, CoreError>>),
     Finished,
 }
@@ -55,22 +45,18 @@ impl JsonlReading {
     /// A reading whose pieces are `piece_bytes` long (`PIECE_BYTES`; tests
     /// cut small logs).
     pub(super) fn with_piece_bytes(piece_bytes: usize) -> JsonlReading {
-        JsonlReading {
-            cutter: Cutter::new(piece_bytes),
-            pieces: None,
-            kept: Vec::new(),
-            ended: false,
-            state: State::Pushing,
-        }
+        let state = State::Pushing(Cutter::new(piece_bytes), Box::default());
+        JsonlReading { state }
     }
 
     /// A reading of the caller's whole log, read where it is (its texts
     /// taken compressed, no copy of it made: `read.rs::take`) by a thread of
     /// its own, which hands `bytes` back to the thread that calls `finish`;
-    /// a log shorter than one piece is read now, on this thread.
+    /// a log shorter than one piece is read now, on this thread (a thread
+    /// costs more than it gains there).
     pub fn of_owner(bytes: Owner) -> JsonlReading {
         let short = (*bytes).as_ref().len() < PIECE_BYTES;
-        let work = move || (Log::from_jsonl((*bytes).as_ref()), Some(bytes));
+        let work = move || (Log::from_jsonl((*bytes).as_ref()), bytes);
         let state = if short {
             State::Read(Box::new(work().0))
         } else {
@@ -80,86 +66,35 @@ impl JsonlReading {
                 Err(not_started) => State::Read(Box::new((not_started.work)().0)),
             }
         };
-        JsonlReading {
-            ended: true,
-            state,
-            ..JsonlReading::default()
-        }
-    }
-
-    /// Read the caller's bytes (`push` of all of them, then the end).
-    #[cfg(test)]
-    pub fn of_bytes(bytes: &[u8]) -> JsonlReading {
-        let mut reading = JsonlReading::default();
-        reading.push(bytes);
-        reading.end();
-        reading
+        JsonlReading { state }
     }
 
     /// Append the next bytes of the log (cut anywhere). They are copied into
-    /// pieces of whole lines; each full piece goes to the reading thread,
-    /// which starts with the first.
+    /// pieces of whole lines, each read as it fills up (ignored once the
+    /// pushing ended).
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.ended {
-            return;
+        if let State::Pushing(cutter, stream) = &mut self.state {
+            cutter.push(bytes, |piece| stream.push(Cow::Owned(piece)));
         }
-        let mut cut = Vec::new();
-        self.cutter.push(bytes, |piece| cut.push(piece));
-        for piece in cut {
-            self.send(piece);
-        }
-    }
-
-    /// Send a piece to the reading task, handed to the executor with the
-    /// first; kept for `finish` when none was free.
-    fn send(&mut self, piece: Vec<u8>) {
-        if self.pieces.is_none() && self.kept.is_empty() {
-            let (pieces, received) = mpsc::channel();
-            let work = move || (read_arriving(&received), None);
-            if let Ok(task) = executor::start(work) {
-                self.state = State::Reading(task);
-                self.pieces = Some(pieces);
-            }
-        }
-        match &self.pieces {
-            // A reading task that is gone has failed: `finish` reports how.
-            Some(pieces) => drop(pieces.send(piece)),
-            None => self.kept.push(piece),
-        }
-    }
-
-    /// The end of the log: the last piece goes to the reading task, or the
-    /// whole log (shorter than one piece, or kept) is read now.
-    fn end(&mut self) {
-        if std::mem::replace(&mut self.ended, true) {
-            return;
-        }
-        let last = self.cutter.rest();
-        if self.pieces.is_none() {
-            let mut pieces = std::mem::take(&mut self.kept);
-            pieces.push(last);
-            let read = Stream::read(pieces.into_iter().map(Cow::Owned));
-            self.state = State::Read(Box::new(read));
-            return;
-        }
-        if !last.is_empty() {
-            self.send(last);
-        }
-        self.pieces = None;
     }
 
     /// The log, once read (waiting for the reading thread). The pushing
-    /// ends here.
+    /// ends here: the last piece is read.
     pub fn finish(&mut self) -> Result<Log, CoreError> {
-        self.end();
-        let failed = |what: &str| CoreError::new(Code::Internal, what);
         match std::mem::replace(&mut self.state, State::Finished) {
+            State::Pushing(mut cutter, mut stream) => {
+                stream.push(Cow::Owned(cutter.rest()));
+                stream.finish()
+            }
             // The caller's log the thread borrowed is let go here.
             State::Reading(task) => task
                 .wait("the JSONL reading task")
                 .and_then(|(read, _)| read),
             State::Read(read) => *read,
-            State::Pushing | State::Finished => Err(failed("the JSONL log was already taken")),
+            State::Finished => Err(CoreError::new(
+                Code::Internal,
+                "the JSONL log was already taken",
+            )),
         }
     }
 }
@@ -379,7 +314,8 @@ mod tests {
         assert_eq!(read_all(text.as_bytes()).map(|l| l.len()).ok(), Some(80));
         assert_eq!(read_all(b"").err().map(|e| e.line().unwrap_or(0)), Some(1));
         // The log is taken once.
-        let mut reading = JsonlReading::of_bytes(text.as_bytes());
+        let mut reading = JsonlReading::default();
+        reading.push(text.as_bytes());
         assert!(reading.finish().is_ok());
         assert!(reading.finish().is_err());
     }

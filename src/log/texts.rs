@@ -267,28 +267,15 @@ impl Texts {
         self.blocks = Vec::with_capacity(texts.len());
         let mut base = 0;
         for taken in texts {
+            let len = taken.len();
             match taken {
-                // An empty buffer holds no text: skipping it moves no offset.
-                Taken::Buffer(text) if text.is_empty() => {}
-                Taken::Buffer(text) => {
-                    let len = text.len();
-                    self.blocks.push((base, Block::Shared(Arc::new(text))));
-                    base += len;
-                }
-                // Nor does an empty text taken compressed.
-                Taken::Compressed { len: 0, .. } => {}
-                Taken::Compressed { len, pieces } => {
-                    self.blocks.extend(pieces);
-                    base += len;
-                }
+                // An empty one holds no text: skipping it moves no offset.
+                _ if len == 0 => {}
+                Taken::Buffer(text) => self.blocks.push((base, Block::Shared(Arc::new(text)))),
+                Taken::Compressed { pieces, .. } => self.blocks.extend(pieces),
             }
+            base += len;
         }
-    }
-
-    /// `adopt` of buffers the log owns.
-    #[cfg(test)]
-    pub(super) fn adopt_buffers(&mut self, texts: Vec<String>) {
-        self.adopt(texts.into_iter().map(Taken::Buffer).collect());
     }
 
     /// Compress the blocks that wait for it (full raw blocks, and buffers
@@ -379,11 +366,9 @@ impl Texts {
     }
     /// The offsets texts `from..to` cover (at least their total length).
     pub(crate) fn span_bytes(&self, from: usize, to: usize) -> usize {
-        match (
-            self.spans.get(from),
-            to.checked_sub(1).and_then(|l| self.spans.get(l)),
-        ) {
-            (Some(&(start, _)), Some(&(_, end))) if to > from => end.saturating_sub(start),
+        let spans = self.spans.get(from..to).unwrap_or_default();
+        match (spans.first(), spans.last()) {
+            (Some(&(start, _)), Some(&(_, end))) => end.saturating_sub(start),
             _ => 0,
         }
     }
@@ -461,6 +446,11 @@ fn compressed(text: &str) -> Block {
 mod tests {
     use super::*;
 
+    /// `adopt` of buffers the log owns.
+    fn adopt_buffers(t: &mut Texts, texts: Vec<String>) {
+        t.adopt(texts.into_iter().map(Taken::Buffer).collect());
+    }
+
     fn all(t: &Texts) -> Vec<String> {
         (0..t.len())
             .filter_map(|i| t.get(i).ok())
@@ -519,7 +509,7 @@ mod tests {
     fn texts_span_blocks_without_moving_what_they_hold() {
         let mut t = Texts::default();
         t.push_span(5, 7);
-        t.adopt_buffers(vec!["head\nab".to_string()]);
+        adopt_buffers(&mut t, vec!["head\nab".to_string()]);
         let big = "x".repeat(BLOCK + 3);
         t.push("cd");
         let second = match &t.blocks[1].1 {
@@ -564,7 +554,7 @@ mod tests {
         for (s, e) in [(0, 2), (3, 4), (5, 7)] {
             t.push_span(s, e);
         }
-        t.adopt_buffers(vec!["ab\nc\n".into(), String::new(), "de".into()]);
+        adopt_buffers(&mut t, vec!["ab\nc\n".into(), String::new(), "de".into()]);
         t.push("fg");
         assert_eq!(all(&t), vec!["ab", "c", "de", "fg"]);
         assert_eq!(t.blocks.len(), 3, "the empty buffer is not kept");
@@ -599,7 +589,7 @@ mod tests {
         for (s, e) in spans {
             t.push_span(s, e);
         }
-        t.adopt_buffers(buffers);
+        adopt_buffers(&mut t, buffers);
         assert!(!t.compress(1 << 20), "the first call starts the helper");
         t.push("pushed meanwhile");
         want.push("pushed meanwhile".into());
@@ -613,7 +603,7 @@ mod tests {
         // A short adopted log stays as read (under the threshold).
         let mut small = Texts::default();
         small.push_span(0, 2);
-        small.adopt_buffers(vec!["ab".into()]);
+        adopt_buffers(&mut small, vec!["ab".into()]);
         assert!(small.compress(1 << 20));
         assert!(matches!(small.blocks[0].1, Block::Shared(_)));
     }
@@ -832,7 +822,7 @@ mod tests {
             for &(s, e) in &spans {
                 t.push_span(s + 5, e + 5);
             }
-            t.adopt_buffers(vec![format!("head\n{buf}")]);
+            adopt_buffers(&mut t, vec![format!("head\n{buf}")]);
             for i in 0..3_000 {
                 t.push(&format!(
                     "{{\"pushed\":{i},\"pad\":\"{}\"}}",
@@ -881,7 +871,7 @@ mod tests {
         for &(s, e) in &spans {
             owned.push_span(s, e);
         }
-        owned.adopt_buffers(vec![buf.clone()]);
+        adopt_buffers(&mut owned, vec![buf.clone()]);
         compress_all(&mut owned, 1);
         for t in [&mut taken, &mut owned] {
             assert!(blocks(t, |b| matches!(b, Block::Lz4 { .. })) > 1);

@@ -50,7 +50,7 @@ let partsOf, build
 
 /**
  * A JSONL log reaches the native reader in parts, which it copies into pieces
- * of whole lines and starts reading from the first piece on (see
+ * of whole lines and reads and folds as each piece is complete (see
  * src/log/resume.rs). A long string is encoded to UTF-8 a part at a time
  * into one small reused buffer (`encodeInto` costs a fraction of a
  * whole-string `Buffer.from`, and writes no fresh memory); a lone surrogate
@@ -153,7 +153,7 @@ class Session {
     } else {
       throw fail('Session.fromJsonl expects a string or a Buffer', 'INVALID_ARGUMENT')
     }
-    // The log is read on native threads (src/log/resume.rs); a defective
+    // The log is read natively (src/log/resume.rs); a defective
     // log throws its error (`code`, `line`) from here, and the read lets
     // the caller's Buffer go before anything else runs.
     return new Session(INTERNAL, { native: reading.finish() })

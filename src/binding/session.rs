@@ -452,20 +452,15 @@ pub fn fork_end(
         true => crate::log::ForkOf::Service,
         false => crate::log::ForkOf::Session,
     };
-    let length = length as u64;
     call(&env, || {
-        // The rule reads event `length - 1` (the last) and the boundary's.
-        let seq_at = |i: u64| match i + 1 == length {
-            true => Ok((last, last_shown.clone())),
-            false => Ok((at, String::new())),
-        };
         crate::log::fork_end(
             &id,
             boundary.map(|b| (b, shown)),
-            length,
+            length as u64,
             fork_of,
-            seq_at,
-            |_| Ok(at_type.clone()),
+            (last, last_shown),
+            at,
+            at_type,
         )
         .map(|e| e as f64)
     })

@@ -44,21 +44,23 @@ pub enum ForkOf {
 /// The fork boundary rule, its one home: how many events (`0..=len`) a
 /// fork of session `id` of `len` events takes at `boundary` (`None`: the
 /// last event; a number and how JS's `String` spells it, NaN for a value
-/// that is no number). `seq_at(i)` is event `i`'s seq, the same way (a
-/// session's own is `i`; a source the Cordis service holds may have others);
-/// `other_type(seq)` is event `seq`'s type, `None` for a `turn/end`.
+/// that is no number). `last` is the last event's seq, the same way (a
+/// session's own is its index; a source the Cordis service holds may have
+/// others); `at` is the seq of event `boundary` when that is an index of one,
+/// `at_type` its type, `None` for a `turn/end`.
 pub fn fork_end(
     id: &str,
     boundary: Option<(f64, String)>,
     len: u64,
     fork_of: ForkOf,
-    mut seq_at: impl FnMut(u64) -> CoreResult<(f64, String)>,
-    mut other_type: impl FnMut(u64) -> CoreResult<Option<String>>,
+    last: (f64, String),
+    at: f64,
+    at_type: Option<String>,
 ) -> CoreResult<u64> {
     let invalid = |message: String| CoreError::new(Code::InvalidBoundary, message);
     let (b, shown) = match boundary {
         None if len == 0 => return Ok(0),
-        None => seq_at(len - 1)?,
+        None => last.clone(),
         Some(b) => b,
     };
     if !(b >= 0.0 && b.fract() == 0.0 && b <= 9_007_199_254_740_991.0) {
@@ -68,21 +70,17 @@ pub fn fork_end(
     }
     let b = b as u64;
     if b >= len {
-        let last = if len == 0 {
-            "none".into()
-        } else {
-            seq_at(len - 1)?.1
-        };
+        let last = if len == 0 { "none" } else { &last.1 };
         return Err(invalid(format!(
             "fork boundary {b} does not exist in session \"{id}\" (last seq: {last})"
         )));
     }
-    if seq_at(b)?.0 != b as f64 {
+    if at != b as f64 {
         return Err(invalid(format!(
             "fork boundary {b} does not match a contiguous event seq in session \"{id}\""
         )));
     }
-    match (other_type(b)?, fork_of) {
+    match (at_type, fork_of) {
         (None, _) => Ok(b + 1),
         (Some(_), ForkOf::Session) => Err(invalid(format!(
             "fork boundary {b} in session \"{id}\" is not a turn/end"
@@ -319,22 +317,26 @@ mod tests {
     fn the_fork_boundary_rule_names_each_refusal_as_both_forks_do() {
         // Events 0..4: turn/start, user/message, turn/end, turn/start.
         let types = ["turn/start", "user/message", "turn/end", "turn/start"];
-        let own = |i: u64| Ok((i as f64, i.to_string()));
-        let other_type = |seq: u64| {
-            Ok(Some(types[seq as usize])
-                .filter(|&t| t != "turn/end")
-                .map(str::to_string))
+        // What JS reads for a fork of the first `len` events, whose seq at
+        // index `i` is `seq(i)`.
+        let rule = |b: Option<(f64, String)>, len: u64, of: ForkOf, seq: fn(u64) -> u64| {
+            let last = match len {
+                0 => (f64::NAN, "undefined".to_string()),
+                _ => (seq(len - 1) as f64, seq(len - 1).to_string()),
+            };
+            let i = b.as_ref().map_or(len.wrapping_sub(1), |b| b.0 as u64);
+            let (at, at_type) = match b.as_ref().map_or(len > 0, |b| b.0 >= 0.0 && i < len) {
+                true => (
+                    seq(i) as f64,
+                    Some(types[i as usize]).filter(|&t| t != "turn/end"),
+                ),
+                false => (f64::NAN, None),
+            };
+            fork_end("s", b, len, of, last, at, at_type.map(str::to_string))
+                .map_err(|e| (e.code(), e.message().to_string()))
         };
         let end = |b: Option<(f64, &str)>, len: u64, of: ForkOf| {
-            fork_end(
-                "s",
-                b.map(|(b, s)| (b, s.to_string())),
-                len,
-                of,
-                own,
-                other_type,
-            )
-            .map_err(|e| (e.code(), e.message().to_string()))
+            rule(b.map(|(b, s)| (b, s.to_string())), len, of, |i| i)
         };
         assert_eq!(end(Some((2.0, "2")), 4, ForkOf::Session), Ok(3));
         assert_eq!(end(None, 3, ForkOf::Session), Ok(3));
@@ -381,11 +383,7 @@ mod tests {
             ))
         );
         // A source whose seqs are not its indexes (one the Cordis service holds).
-        let shifted = |i: u64| Ok(((i + 1) as f64, (i + 1).to_string()));
-        let foreign = |b: Option<(f64, String)>| {
-            fork_end("s", b, 3, ForkOf::Service, shifted, other_type)
-                .map_err(|e| (e.code(), e.message().to_string()))
-        };
+        let foreign = |b: Option<(f64, String)>| rule(b, 3, ForkOf::Service, |i| i + 1);
         assert_eq!(
             foreign(None),
             Err((

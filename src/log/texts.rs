@@ -221,14 +221,16 @@ impl Texts {
     /// The open block, with room for `bytes` more: a new one when the last
     /// is full or sealed (the full one is sealed then).
     fn room(&mut self, bytes: usize) -> &mut String {
-        let k = self.blocks.len();
         let full = match self.blocks.last() {
             Some((_, Block::Raw(c))) => c.capacity() - c.len() < bytes,
             _ => true,
         };
         if full {
-            if self.compress_on_seal && k > 0 {
-                self.seal(k - 1);
+            // Compress the full block here and now (see `compress_on_seal`).
+            if let (true, Some((_, block))) = (self.compress_on_seal, self.blocks.last_mut()) {
+                if let Block::Raw(text) = block {
+                    *block = compressed(text);
+                }
             }
             let base = self.end();
             let size = base.clamp(BLOCK_MIN, BLOCK);
@@ -239,12 +241,6 @@ impl Texts {
             Some((_, Block::Raw(c))) => c,
             // Just pushed or checked raw above.
             _ => unreachable!("the open block is raw"),
-        }
-    }
-    /// Compress full block `k` here and now (see `compress_on_seal`).
-    fn seal(&mut self, k: usize) {
-        if let Some((_, Block::Raw(text))) = self.blocks.get(k) {
-            self.blocks[k].1 = compressed(text);
         }
     }
     pub fn push(&mut self, text: &str) {

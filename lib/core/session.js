@@ -230,17 +230,7 @@ class Session {
       }
       if (needsNative) native.release(true)
     }
-    // The committed append's native effect, applied to the views.
-    const surface = effect & EFFECT_SURFACE
-    if (surface === EFFECT_APPEND) {
-      this.#nodes.push(seq)
-    } else if (surface === EFFECT_REPLACE) {
-      const [startIdx, endIdx] = native.lastReplace()
-      this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
-      this.#derived.forget(startIdx, endIdx)
-    }
-    if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
-    this.#events.push(event)
+    this.#commit(event, effect)
     if (trace !== undefined) trace.commit()
     if (held) {
       try {
@@ -250,6 +240,21 @@ class Session {
       }
     }
     return event
+  }
+
+  /** Apply a committed append's native effect to the views, and keep the event. */
+  #commit(event, effect) {
+    const seq = event.seq
+    const surface = effect & EFFECT_SURFACE
+    if (surface === EFFECT_APPEND) {
+      this.#nodes.push(seq)
+    } else if (surface === EFFECT_REPLACE) {
+      const [startIdx, endIdx] = this.#events.native.lastReplace()
+      this.#nodes.splice(startIdx, endIdx - startIdx + 1, seq)
+      this.#derived.forget(startIdx, endIdx)
+    }
+    if ((effect & EFFECT_HEADER) !== 0) this.#headerStale = true
+    this.#events.push(event)
   }
 
   #notify(attachment, event) {

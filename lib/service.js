@@ -234,7 +234,7 @@ class SessionStore {
     const events = own ? undefined : parent.events
     let end
     try {
-      end = own ? handle.forkEnd(parent, boundary) : handle.forkEndOf(String(sourceId), boundary, events)
+      end = handle.forkEnd(String(sourceId), boundary, parent, events)
     } catch (error) {
       if (error?.code === 'INVALID_BOUNDARY' || error?.code === 'OPEN_TURN') throw new SessionForkError(error.message, error.code)
       throw error

@@ -14,7 +14,7 @@ const { fail, callerFrames, withFrames } = require('./errors.js')
 
 // The session core these stores work with, by name (lib/core/handle.js).
 const handle = require('./core/handle.js')
-const { snapshotJsonValue } = require('./core/json.js')
+const { snapshotJsonValue, snapshotEvents } = require('./core/json.js')
 
 const noop = () => {}
 /** Reject an id the stores cannot hold: not a string, empty, or not well-formed UTF-16. */
@@ -135,7 +135,7 @@ class SessionStoreBase {
   append(id, events) {
     return this.#start(() => {
       checkId(id)
-      const json = handle.snapshotEvents(events)
+      const json = snapshotEvents(events)
       return this.#chain(id, () => this.#native.append(id, json))
     })
   }
@@ -186,8 +186,9 @@ class SessionStoreBase {
       const id = session.id
       checkId(id)
       // The range ends here, at the call: later appends wait for the next flush.
-      const source = handle.flushSource(session)
-      return this.#chain(id, () => this.#flushRange(session, source, id))
+      const events = handle.flushSource(session)
+      const to = events.seq
+      return this.#chain(id, () => this.#flushRange(events, to, id))
     })
   }
 
@@ -197,12 +198,12 @@ class SessionStoreBase {
    * what it holds. The texts the native log holds are read off the main
    * thread; the session's own events are stringified a part per turn.
    */
-  async #flushRange(session, { native, prefix, to }, id) {
-    let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
+  async #flushRange(events, to, id) {
+    let start = Math.min(Math.max(this.#native.cursor(id, events.native), 0), to)
     for (;;) {
-      const liveFrom = Math.max(start, prefix)
-      const parts = await handle.liveParts(session, liveFrom, to)
-      const written = await this.#native.flush(native.flushSource(), id, start, to, liveFrom, parts)
+      const liveFrom = Math.max(start, events.prefix)
+      const parts = await events.liveParts(liveFrom, to)
+      const written = await this.#native.flush(events.native.flushSource(), id, start, to, liveFrom, parts)
       if (written >= 0 || start === 0) return Math.max(written, 0)
       start = 0
     }

@@ -5,7 +5,8 @@
 // come from here; the CLI re-derives none of them.
 
 const api = require('../../index.js')
-const { binding, fromNative } = require('../core/handle.js')
+const binding = require('../../binding.js')
+const { fromNative } = require('../core/handle.js')
 const { JsonlSessionStore, SqliteSessionStore, PostgresSessionStore, POSTGRES_DEFAULT_SCHEMA, loadAsWriter } = require('../stores.js')
 
 /** The messages a native log derives (through the one derivation, in the Session). */

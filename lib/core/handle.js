@@ -6,23 +6,14 @@
 // Symbol.for('dsh-session-native.internal') for the tests, which lower its
 // `limits`.
 
-const binding = require('../../binding.js')
-const { snapshotEvents } = require('./json.js')
 const { limits, nextTurn, forkEnd } = require('./events.js')
 const { Session, partsOf, build } = require('./session.js')
 
 module.exports = {
   Session,
-  binding,
   limits,
-  snapshotEvents,
-  /** What a store's flush reads, fixed at its call: the native log and its text count, and the session's length. */
-  flushSource(session) {
-    const { native, prefix, seq } = partsOf(session).events
-    return { native, prefix, to: seq }
-  },
-  /** The texts of live events `from..to` as UTF-8 parts, a part per event-loop turn. */
-  liveParts: (session, from, to) => partsOf(session).events.liveParts(from, to),
+  /** What a store's flush reads: the session's events (the native log, `prefix`, `liveParts`; `seq` read at its call). */
+  flushSource: (session) => partsOf(session).events,
   /** A session over a native log (a store's open, the CLI's read). */
   fromNative: (native) => build({ native }),
   /**
@@ -31,13 +22,11 @@ module.exports = {
    * `events`; `create` gives it its id (`options.from`).
    */
   detachedPrefix: (session, end) => build({ ...partsOf(session).events.forkParts(end, session.id, true), parent: session }),
-  /** The service's fork boundary (SPEC 12.6): how many events its fork of `session` takes. */
-  forkEnd(session, boundary) {
-    const { id, events } = partsOf(session)
-    return events.forkEnd(id, boundary, true)
+  /** The service's fork boundary (SPEC 12.6): how many events its fork of `id` takes, read from `events` if given, else `session`. */
+  forkEnd(id, boundary, session, events) {
+    if (events === undefined) return partsOf(session).events.forkEnd(id, boundary, true)
+    return forkEnd(id, boundary, events.length, (i) => events[i].seq, (i) => events[i].type, true)
   },
-  /** The same for a source that is not a session of this package, read from its `events`. */
-  forkEndOf: (id, boundary, events) => forkEnd(id, boundary, events.length, (i) => events[i].seq, (i) => events[i].type, true),
   /**
    * Derive the messages of the surface a run of payloads at a time,
    * yielding to the event loop between runs: a store's `open` runs this

@@ -359,7 +359,7 @@ class Session {
 
   static {
     /** For lib/core/handle.js: a session's parts, a session over parts. */
-    partsOf = (session) => ({ id: session.#id, events: session.#events, derived: session.#derived })
+    partsOf = (session) => ({ events: session.#events, derived: session.#derived })
     build = (parts) => new Session(INTERNAL, parts)
   }
 }

@@ -186,9 +186,8 @@ class SessionStoreBase {
       const id = session.id
       checkId(id)
       // The range ends here, at the call: later appends wait for the next flush.
-      const events = handle.flushSource(session)
-      const to = events.seq
-      return this.#chain(id, () => this.#flushRange(events, to, id))
+      const source = handle.flushSource(session)
+      return this.#chain(id, () => this.#flushRange(session, source, id))
     })
   }
 
@@ -198,12 +197,12 @@ class SessionStoreBase {
    * what it holds. The texts the native log holds are read off the main
    * thread; the session's own events are stringified a part per turn.
    */
-  async #flushRange(events, to, id) {
-    let start = Math.min(Math.max(this.#native.cursor(id, events.native), 0), to)
+  async #flushRange(session, { native, prefix, to }, id) {
+    let start = Math.min(Math.max(this.#native.cursor(id, native), 0), to)
     for (;;) {
-      const liveFrom = Math.max(start, events.prefix)
-      const parts = await events.liveParts(liveFrom, to)
-      const written = await this.#native.flush(events.native.flushSource(), id, start, to, liveFrom, parts)
+      const liveFrom = Math.max(start, prefix)
+      const parts = await handle.liveParts(session, liveFrom, to)
+      const written = await this.#native.flush(native.flushSource(), id, start, to, liveFrom, parts)
       if (written >= 0 || start === 0) return Math.max(written, 0)
       start = 0
     }

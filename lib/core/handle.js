@@ -12,8 +12,13 @@ const { Session, partsOf, build } = require('./session.js')
 module.exports = {
   Session,
   limits,
-  /** What a store's flush reads: the session's events (the native log, `prefix`, `liveParts`; `seq` read at its call). */
-  flushSource: (session) => partsOf(session).events,
+  /** What a store's flush reads, fixed at its call: the native log and its text count, and the session's length. */
+  flushSource(session) {
+    const { native, prefix, seq } = partsOf(session).events
+    return { native, prefix, to: seq }
+  },
+  /** The texts of live events `from..to` as UTF-8 parts, a part per event-loop turn. */
+  liveParts: (session, from, to) => partsOf(session).events.liveParts(from, to),
   /** A session over a native log (a store's open, the CLI's read). */
   fromNative: (native) => build({ native }),
   /**

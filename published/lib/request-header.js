@@ -1,0 +1,76 @@
+// Request headers (PUB 8, SPEC 7) and the legacy request vocabulary (PUB 4.2,
+// PUB 5). Plain JavaScript with no imports: the config comparison is the
+// contract's field-wise rule, written here instead of importing dsh-llm.
+
+/** PUB 8: `{config, adapterDefaults?, system?, tools?}`, in that key order. */
+export function canonicalHeader(header) {
+  const out = { config: header.config }
+  const defaults = header.adapterDefaults
+  if (defaults?.reasoningEffort === true || defaults?.maxTokens === true) out.adapterDefaults = defaults
+  if (header.system !== undefined && header.system.length > 0) out.system = header.system
+  if (header.tools !== undefined && header.tools.length > 0) out.tools = header.tools
+  return out
+}
+
+/** PUB 8: config field-wise; `stop` element-wise, absent equal only to absent. */
+function sameConfig(a, b) {
+  if (a.provider !== b.provider || a.model !== b.model || a.reasoningEffort !== b.reasoningEffort
+    || a.temperature !== b.temperature || a.maxTokens !== b.maxTokens) return false
+  if (a.stop === undefined || b.stop === undefined) return a.stop === b.stop
+  if (a.stop.length !== b.stop.length) return false
+  for (let i = 0; i < a.stop.length; i++) if (a.stop[i] !== b.stop[i]) return false
+  return true
+}
+
+/** PUB 8: equality of canonical headers; tools in order by JSON text, absent equals empty. */
+export function headerEquals(a, b) {
+  if (!sameConfig(a.config, b.config)
+    || a.adapterDefaults?.reasoningEffort !== b.adapterDefaults?.reasoningEffort
+    || a.adapterDefaults?.maxTokens !== b.adapterDefaults?.maxTokens
+    || a.system !== b.system) return false
+  const at = a.tools ?? []
+  const bt = b.tools ?? []
+  if (at.length !== bt.length) return false
+  for (let i = 0; i < at.length; i++) if (JSON.stringify(at[i]) !== JSON.stringify(bt[i])) return false
+  return true
+}
+
+/** SPEC 7: the canonical header of the latest `request/header`, else `from`. */
+export function foldRequestHeader(events, from) {
+  let state = from
+  for (const event of events) {
+    if (event.type === 'request/header') state = canonicalHeader(event.data.header)
+  }
+  return state
+}
+
+const DELTA = 'request/header-delta'
+
+function isFallback(type, data) {
+  return type === 'request/header' && typeof data === 'object' && data !== null && !Array.isArray(data)
+    && data.reason === 'fallback'
+}
+
+/**
+ * PUB 5: the legacy message for an append of `type`/`data`, or undefined.
+ * (The caller throws `new Error(message)`.)
+ */
+export function legacyAppendMessage(type, data) {
+  if (type === DELTA) return `session event "${type}" uses unsupported legacy request/header-delta format`
+  if (isFallback(type, data)) {
+    return 'session event "request/header" uses unsupported legacy request/header reason "fallback"'
+  }
+  return undefined
+}
+
+/** PUB 4.2 step 2: the delta message for seed entry `index`, or undefined (checked before the envelope). */
+export function legacySeedDeltaMessage(index, type) {
+  return type === DELTA ? `seed event at index ${index} uses unsupported legacy request/header-delta format` : undefined
+}
+
+/** PUB 4.2 step 4: the fallback message for seed entry `index`, or undefined. */
+export function legacySeedReasonMessage(index, type, data) {
+  return isFallback(type, data)
+    ? `seed event at index ${index} uses unsupported legacy request/header reason "fallback"`
+    : undefined
+}

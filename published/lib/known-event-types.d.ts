@@ -1,0 +1,1 @@
+export declare const KNOWN_SESSION_EVENT_TYPES: ReadonlySet<string>;

@@ -103,7 +103,7 @@ beforeAll(() => {
   execFileSync(process.execPath, [path.join(root, 'scripts/package.mjs'), '--no-build', '--out', packed], { cwd: root, stdio: 'ignore' })
   const tgz = readdirSync(packed).filter((f) => f.endsWith('.tgz'))
   const main = tgz.find((f) => /^dsh-session-native-\d/.test(f))
-  const binary = tgz.find((f) => f !== main)
+  const binary = tgz.find((f) => f !== main && !f.startsWith('dsh-session-native-published-'))
   if (main === undefined || binary === undefined) throw new Error(`package.mjs wrote ${tgz.join(', ')}`)
   tarball = path.join(packed, main)
   platformTarball = path.join(packed, binary)

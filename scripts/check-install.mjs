@@ -27,10 +27,13 @@ function check(name, fn) {
   }
 }
 
-const tarballs = existsSync(dist) ? readdirSync(dist).filter((f) => f.endsWith('.tgz')).map((f) => path.join(dist, f)) : []
+const packed = existsSync(dist) ? readdirSync(dist).filter((f) => f.endsWith('.tgz')).map((f) => path.join(dist, f)) : []
+const isPublished = (t) => path.basename(t).startsWith('dsh-session-native-published-')
+const tarballs = packed.filter((t) => !isPublished(t))
+const publishedTarball = packed.find(isPublished)
 const platform = hostPlatform()
-if (tarballs.length !== 2 || !tarballs.some((t) => path.basename(t).includes(platform))) {
-  console.error(`check-install: expected the main and the ${platform} tarballs in dist/ (run npm run package); found ${tarballs.map((t) => path.basename(t)).join(', ') || 'none'}`)
+if (tarballs.length !== 2 || !tarballs.some((t) => path.basename(t).includes(platform)) || publishedTarball === undefined) {
+  console.error(`check-install: expected the main, the published line's and the ${platform} tarballs in dist/ (run npm run package); found ${packed.map((t) => path.basename(t)).join(', ') || 'none'}`)
   process.exit(1)
 }
 
@@ -125,6 +128,32 @@ try {
       throw new Error(`needs GLIBC_${newest.join('.')}: ${symbols.split('\n').filter((l) => l.includes(`GLIBC_${newest.join('.')}`)).slice(0, 5).join('; ')}`)
     }
     return `newest GLIBC_${newest.join('.')}`
+  })
+
+  check('the published line swapped in: "@deepseek-ai/dsh-session" is dsh-session-native-published, no import changed', () => {
+    const swapped = mkdtempSync(path.join(os.tmpdir(), 'dsh-install-published-'))
+    try {
+      const platformTarball = tarballs.find((t) => path.basename(t).includes(platform))
+      writeFileSync(path.join(swapped, 'package.json'), JSON.stringify({
+        name: 'install-check-published', version: '1.0.0', private: true, type: 'module',
+        dependencies: { '@deepseek-ai/dsh-session': `file:${publishedTarball}`, [`dsh-session-native-${platform}`]: `file:${platformTarball}` },
+      }, null, 2))
+      sh('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', '--legacy-peer-deps'], swapped)
+      writeFileSync(path.join(swapped, 'check.mjs'), [
+        "import { Session, SessionId } from '@deepseek-ai/dsh-session'",
+        "import { SESSION_FORMAT_VERSION } from '@deepseek-ai/dsh-session/types'",
+        "import { foldSurface } from '@deepseek-ai/dsh-session/surface'",
+        "const s = Session.create(SessionId('p'), [])",
+        "s.append('turn/start', { turn: 1 })",
+        "s.append('user/message', { id: 'u1', role: 'user', content: [{ type: 'text', text: 'hi' }], source: { kind: 'user' } }, { surfaceOp: 'append' })",
+        "if (s.deriveMessages()[0] !== s.events[2].data || s.firstLiveSeq !== 0 || SESSION_FORMAT_VERSION !== 0) throw new Error('derive failed')",
+        "if (foldSurface(s.events).nodes.join() !== '2') throw new Error('fold failed')",
+        "process.stdout.write(s.events.map((e) => e.type).join(','))",
+      ].join('\n'))
+      return sh(process.execPath, ['check.mjs'], swapped).trim()
+    } finally {
+      rmSync(swapped, { recursive: true, force: true })
+    }
   })
 } finally {
   rmSync(project, { recursive: true, force: true })

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // npm run package [-- --target <rust triple>] [--no-build] [--out DIR]:
 // build a platform's binary and write installable tarballs of the main
-// package and of that platform's package into dist/ (the folder holds
-// exactly those two afterwards).
+// package, of the published line's package (published/) and of that
+// platform's package into dist/ (the folder holds exactly those three
+// afterwards).
 // - no --target: this machine's platform (on Linux glibc, built against
 //   glibc 2.28 with cargo-zigbuild when it is here).
 // - --target <triple>, one of package.json's napi.targets: cross-compiled
@@ -119,6 +120,19 @@ for (const dir of readdirSync(path.join(root, 'npm')).sort()) {
 const { prepack: _prepack, pretest: _pretest, ...scripts } = pkg.scripts ?? {}
 writeFileSync(path.join(mainDir, 'package.json'), `${JSON.stringify({ ...pkg, scripts, optionalDependencies }, null, 2)}\n`)
 
-for (const dir of [platformDir, mainDir]) run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dist], dir)
+// The published line's package (published/): its own entries, and in
+// native/ the root's loader and CommonJS lib (the addon's loader, its
+// errors, the store service both lines share), the same platform packages.
+const publishedDir = path.join(stage, 'published')
+const published = JSON.parse(readFileSync(path.join(root, 'published', 'package.json'), 'utf8'))
+cpSync(path.join(root, 'published'), publishedDir, { recursive: true })
+for (const entry of ['binding.js', 'napi-loader.js', 'lib']) {
+  cpSync(path.join(root, entry), path.join(publishedDir, 'native', entry), { recursive: true })
+}
+writeFileSync(path.join(publishedDir, 'native', 'package.json'), `${JSON.stringify({ type: 'commonjs' }, null, 2)}\n`)
+copyFileSync(path.join(root, 'LICENSE'), path.join(publishedDir, 'LICENSE'))
+writeFileSync(path.join(publishedDir, 'package.json'), `${JSON.stringify({ ...published, files: [...published.files, 'native'], optionalDependencies }, null, 2)}\n`)
+
+for (const dir of [platformDir, mainDir, publishedDir]) run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dist], dir)
 rmSync(stage, { recursive: true, force: true })
 for (const f of readdirSync(dist)) console.log(`package: ${path.join(dist, f)}`)

@@ -1,0 +1,254 @@
+// The published line's Session (docs/PUBLISHED.md, PUB 4-8): the log as the
+// events' own frozen objects, over the one native core in its `published`
+// vocabulary.
+//
+// Who owns what (one owner each):
+// - the event objects: this class (`#events`), for the session's life; a
+//   restore's events are the caller's own objects, frozen in place (PUB 4.1);
+// - the surface (order, `replaceGeneration`, every transition rule, the seed
+//   and header checks): the native log. `#nodes` is a view of its order,
+//   changed only by the effect an append returns;
+// - the derived messages, the request header and context folds: this class,
+//   each event folded once (PUB 7, 8).
+// A live event reaches native code only when it may touch the surface (an
+// eligible type, or one that carries surface metadata). The publication seam
+// (SPEC 10) is the one store entry a session is attached to (lib/service.js).
+
+import { NativeSession, binding, fail } from './native.js'
+import { snapshotJsonValue, deepFreezeInPlace as deepFreeze } from './json.js'
+import { deriveEventMessage, isSurfaceEligibleType } from './surface.js'
+import { foldRequestHeader } from './request-header.js'
+
+const VOCABULARY = 'published'
+/** Bits of the effect `NativeSession.append` returns. */
+const EFFECT_SURFACE = 3
+const EFFECT_APPEND = 1
+const EFFECT_REPLACE = 2
+/** A seed reaches the native checks in slices of this many events. */
+const SEED_SLICE = 4096
+const RESTORE = Symbol('restore')
+const { freeze, getPrototypeOf } = Object
+
+/** Set by the class's static block: attach the store entry `hooks` to `session` (see lib/service.js). */
+export let attachSeam
+
+/** The TypeError the TypeScript core throws on reading `type` of a null seed entry. */
+const nullEntry = () => new TypeError("Cannot read properties of null (reading 'type')")
+
+export class Session {
+  #native
+  #events = []
+  #snapshot = undefined
+  #nodes = []
+  #surface
+  #seam = undefined
+  #appending = false
+  #headerFold = undefined
+  #headerSeq = 0
+  #contextFold = undefined
+  #contextSeq = 0
+  #derived = []
+  #derivedNodes = 0
+  #derivedGeneration = 0
+
+  /** PUB 4.1: validates and snapshots the borrowed seed and header. */
+  static create(id, seed, header) {
+    return new Session(id, seed, header)
+  }
+
+  /** PUB 4.1: takes ownership of fresh graphs; validates the header, then the seed, and freezes them in place. */
+  static fromRestore(id, seed, header) {
+    return new Session(id, seed, header, RESTORE)
+  }
+
+  constructor(id, seed, header, mode) {
+    const now = Date.now()
+    const native = NativeSession.create(id, now, VOCABULARY)
+    this.#native = native
+    if (mode === RESTORE) {
+      this.header = this.#restoreHeader(header)
+      if (seed !== undefined) this.#seed(seed, true)
+    } else {
+      if (seed !== undefined) this.#seed(seed, false)
+      this.header = header === undefined ? freeze({ version: 0, id, createdAt: now }) : this.#createHeader(header)
+    }
+    const nodes = this.#nodes
+    for (const seq of native.surfaceNodes()) nodes.push(seq)
+    this.#surface = freeze({
+      get nodes() { return nodes },
+      get replaceGeneration() { return native.replaceGeneration },
+    })
+    this.firstLiveSeq = this.#events.length
+    if (seed !== undefined && this.#events.at(-1)?.type !== 'session/end-seed') this.append('session/end-seed', {})
+  }
+
+  #createHeader(header) {
+    const copy = snapshotJsonValue(header)
+    if (copy === undefined) throw fail('session header is not losslessly JSON-serializable', 'NOT_LOSSLESS_JSON')
+    this.#native.setHeader(JSON.stringify(copy) ?? 'null')
+    return deepFreeze(copy)
+  }
+
+  #restoreHeader(header) {
+    const proto = header !== null && typeof header === 'object' ? getPrototypeOf(header) : undefined
+    if (proto !== Object.prototype && proto !== null) {
+      throw fail('session header is not a plain JSON record', 'INVALID_HEADER')
+    }
+    this.#native.setHeader(JSON.stringify(header))
+    return deepFreeze(header)
+  }
+
+  /**
+   * Check the seed (PUB 4.2) in order: each entry's own checks come before
+   * any later entry's, so an entry JS refuses (not lossless, or null) is
+   * reported only after the native checks of the entries before it passed.
+   */
+  #seed(seed, restore) {
+    const events = restore ? Array.from(seed) : []
+    let refused
+    if (!restore) {
+      for (const entry of seed) {
+        const copy = snapshotJsonValue(entry)
+        if (copy === undefined) {
+          refused = () => fail(`seed event at index ${events.length} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+          break
+        }
+        events.push(copy)
+      }
+    }
+    const nullAt = events.indexOf(null)
+    if (nullAt >= 0) {
+      events.length = nullAt
+      refused = nullEntry
+    }
+    const native = this.#native
+    for (let from = 0; from < events.length; from += SEED_SLICE) {
+      native.seedJson(JSON.stringify(events.slice(from, from + SEED_SLICE)), false)
+    }
+    native.finishSeed()
+    if (refused !== undefined) throw refused()
+    const log = this.#events
+    for (const event of events) log.push(deepFreeze(event))
+  }
+
+  get id() { return this.header.id }
+  get seq() { return this.#events.length }
+  get surface() { return this.#surface }
+
+  /** A frozen array of the log, reused until the next append. */
+  get events() {
+    this.#snapshot ??= freeze(this.#events.slice())
+    return this.#snapshot
+  }
+
+  /** PUB 5 (SPEC 4 steps 1-7). */
+  append(type, data, opts) {
+    const meta = {}
+    if (opts?.sourceEventSeqs !== undefined) meta.sourceEventSeqs = opts.sourceEventSeqs
+    if (opts?.surfaceOp !== undefined) meta.surfaceOp = opts.surfaceOp
+    const copy = snapshotJsonValue(data)
+    if (copy === undefined) throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')
+    if (type === 'request/header' || type === 'request/header-delta') binding.checkLegacy(type, JSON.stringify(copy))
+    const metaCopy = snapshotJsonValue(meta)
+    if (metaCopy === undefined) {
+      throw fail(`session event "${type}" carries non-JSON-serializable surface metadata`, 'NOT_LOSSLESS_JSON')
+    }
+    if (this.#appending) {
+      throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
+    }
+    const seq = this.#events.length
+    const event = deepFreeze({ type, seq, time: Date.now(), data: copy, ...metaCopy })
+    const hasMeta = metaCopy.sourceEventSeqs !== undefined || metaCopy.surfaceOp !== undefined
+    const native = this.#native
+    const needsNative = hasMeta || isSurfaceEligibleType(type)
+    const seam = this.#seam
+    const held = seam !== undefined
+    const effect = needsNative
+      ? native.append(type, seq, hasMeta ? JSON.stringify(metaCopy) : null, JSON.stringify(copy), held)
+      : 0
+    if (held) {
+      this.#appending = true
+      try {
+        seam.beforeCommit(event)
+      } catch (error) {
+        if (needsNative) native.release(false)
+        this.#appending = false
+        seam.onVeto(error, event)
+        throw error
+      }
+      if (needsNative) native.release(true)
+    }
+    this.#commit(event, effect)
+    if (held) {
+      try {
+        seam.afterCommit(event)
+      } finally {
+        this.#appending = false
+      }
+    }
+    return event
+  }
+
+  #commit(event, effect) {
+    const surface = effect & EFFECT_SURFACE
+    if (surface === EFFECT_APPEND) {
+      this.#nodes.push(event.seq)
+    } else if (surface === EFFECT_REPLACE) {
+      const [start, end] = this.#native.lastReplace()
+      this.#nodes.splice(start, end - start + 1, event.seq)
+    }
+    this.#events.push(event)
+    this.#snapshot = undefined
+  }
+
+  /** PUB 8: the header in force after the last `request/header`, folded once per event. */
+  requestHeader() {
+    const log = this.#events
+    if (this.#headerSeq < log.length) {
+      this.#headerFold = deepFreeze(foldRequestHeader(log.slice(this.#headerSeq), this.#headerFold))
+      this.#headerSeq = log.length
+    }
+    return this.#headerFold
+  }
+
+  /** PUB 8: a frozen shallow copy of the latest `request/context` payload. */
+  requestContext() {
+    const log = this.#events
+    for (; this.#contextSeq < log.length; this.#contextSeq++) {
+      const event = log[this.#contextSeq]
+      if (event.type === 'request/context') this.#contextFold = deepFreeze({ ...event.data })
+    }
+    return this.#contextFold
+  }
+
+  /** PUB 7: the log's own message objects, one projection per surface node, rebuilt after a replace. */
+  deriveMessages() {
+    const nodes = this.#nodes
+    const generation = this.#native.replaceGeneration
+    if (generation !== this.#derivedGeneration) {
+      this.#derived = []
+      this.#derivedNodes = 0
+      this.#derivedGeneration = generation
+    }
+    const log = this.#events
+    for (let at = this.#derivedNodes; at < nodes.length; at++) {
+      const message = deriveEventMessage(log[nodes[at]])
+      if (message) this.#derived.push(message)
+    }
+    this.#derivedNodes = nodes.length
+    return this.#derived.slice()
+  }
+
+  deriveEventMessage(event) {
+    return deriveEventMessage(event)
+  }
+
+  static {
+    attachSeam = (session, hooks) => {
+      session.#seam = hooks
+      return () => {
+        if (session.#seam === hooks) session.#seam = undefined
+      }
+    }
+  }
+}

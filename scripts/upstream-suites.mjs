@@ -151,6 +151,7 @@ const AGENT_LOOP_INTERNALS = ['ReactLoopAgent', 'RuntimeContextProjection']
 const work = opt.dir ?? mkdtempSync(join(tmpdir(), 'dsh-upstream-suites-'))
 mkdirSync(work, { recursive: true })
 let sessionSpec = REFERENCE
+let underTest
 let label = `@deepseek-ai/dsh-session@${REFERENCE} (upstream's own, from npm)`
 if (opt.package !== undefined) {
   const given = resolve(opt.package)
@@ -166,6 +167,7 @@ if (opt.package !== undefined) {
   const copy = join(work, `under-test-${bytes.length}-${hash(bytes)}.tgz`)
   if (!existsSync(copy)) copyFileSync(tarball, copy)
   sessionSpec = `file:./${basename(copy)}`
+  underTest = copy
   label = `${given}${tarball === given ? '' : ` (packed: ${basename(tarball)})`}`
 }
 function hash(bytes) {
@@ -194,37 +196,59 @@ const install = spawnSync('npm', ['install', '--prefer-offline', '--no-audit', '
 if (install.status !== 0) fail(`npm install failed:\n${install.stdout}\n${install.stderr}`)
 console.log(`   npm install: ${secs(t)} s`)
 
-// ---- one dsh-session everywhere: npm ls, and resolution from every package
+// ---- one dsh-session everywhere: npm ls and npm query (one physical copy),
+// resolution from every installed package, and (with --package) its files
+// byte for byte those of the tarball.
 const ls = spawnSync('npm', ['ls', '@deepseek-ai/dsh-session', '--all', '--json'], { cwd: work, encoding: 'utf8' })
 const found = []
 ;(function walk(node, path) {
   for (const [name, dep] of Object.entries(node.dependencies ?? {})) {
-    if (name === '@deepseek-ai/dsh-session') found.push({ path: [...path, name].join(' > '), version: dep.version, resolved: dep.resolved })
+    if (name === '@deepseek-ai/dsh-session') found.push({ path: [...path, name].join(' > '), version: dep.version })
     walk(dep, [...path, name])
   }
 })(JSON.parse(ls.stdout || '{}'), [])
+const query = spawnSync('npm', ['query', '#@deepseek-ai/dsh-session'], { cwd: work, encoding: 'utf8' })
+const copies = JSON.parse(query.stdout || '[]').map(n => n.location)
 const sessionDir = realpathSync(join(work, 'node_modules/@deepseek-ai/dsh-session'))
-const resolvers = readdirSync(join(work, 'node_modules/@deepseek-ai')).map(n => join(work, 'node_modules/@deepseek-ai', n, 'package.json'))
-const strays = []
-for (const from of [join(work, 'package.json'), ...resolvers]) {
+const installedVersion = JSON.parse(readFileSync(join(sessionDir, 'package.json'), 'utf8')).version
+const problems = []
+if (found.length === 0) problems.push(`npm ls found none:\n${ls.stdout}${ls.stderr}`)
+for (const f of found) if (f.version !== installedVersion) problems.push(`npm ls: ${f.path} is ${f.version}`)
+if (copies.length !== 1 || copies[0] !== 'node_modules/@deepseek-ai/dsh-session') problems.push(`npm query: copies at ${JSON.stringify(copies)}`)
+for (const n of readdirSync(join(work, 'node_modules/@deepseek-ai'))) {
+  const from = join(work, 'node_modules/@deepseek-ai', n, 'package.json')
   let got
   try {
     got = realpathSync(createRequire(from).resolve('@deepseek-ai/dsh-session/package.json'))
   } catch {
     continue
   }
-  if (dirname(got) !== sessionDir) strays.push(`${from} -> ${got}`)
+  if (dirname(got) !== sessionDir) problems.push(`@deepseek-ai/${n} resolves it to ${got}`)
 }
-const installedVersion = JSON.parse(readFileSync(join(sessionDir, 'package.json'), 'utf8')).version
-const badLs = found.filter(f => opt.package === undefined ? f.version !== REFERENCE : !String(f.resolved ?? '').includes('under-test-'))
-if (strays.length > 0 || badLs.length > 0 || found.length === 0) {
+if (underTest !== undefined) {
+  const unpacked = mkdtempSync(join(tmpdir(), 'dsh-upstream-tgz-'))
+  const tar = spawnSync('tar', ['-xzf', underTest, '-C', unpacked], { encoding: 'utf8' })
+  if (tar.status !== 0) problems.push(`tar -xzf ${underTest}: ${tar.stderr}`)
+  const files = []
+  ;(function walk(dir, rel) {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(dir, e.name), `${rel}${e.name}/`)
+      else files.push(`${rel}${e.name}`)
+    }
+  })(join(unpacked, 'package'), '')
+  for (const f of files) {
+    const installed = join(sessionDir, f)
+    if (!existsSync(installed) || !readFileSync(installed).equals(readFileSync(join(unpacked, 'package', f)))) problems.push(`installed ${f} is not the tarball's`)
+  }
+  rmSync(unpacked, { recursive: true, force: true })
+  if (problems.length === 0) console.log(`   installed @deepseek-ai/dsh-session: the tarball's ${files.length} files, byte for byte`)
+}
+if (problems.length > 0) {
   console.error('upstream-suites: @deepseek-ai/dsh-session does not resolve to the package under test everywhere:')
-  for (const s of strays) console.error(`  ${s}`)
-  for (const f of badLs) console.error(`  npm ls: ${f.path} ${f.version} ${f.resolved ?? ''}`)
-  if (found.length === 0) console.error(`  npm ls found none:\n${ls.stdout}${ls.stderr}`)
+  for (const p of problems) console.error(`  ${p}`)
   process.exit(1)
 }
-console.log(`   npm ls @deepseek-ai/dsh-session: ${found.length} entr${found.length === 1 ? 'y' : 'ies'}, all ${installedVersion}${opt.package === undefined ? '' : ' from the tarball'} (${found.map(f => f.path).join('; ')})`)
+console.log(`   npm ls @deepseek-ai/dsh-session: ${found.length} entries, all ${installedVersion}, one copy (${found.map(f => f.path === '@deepseek-ai/dsh-session' ? 'the root' : f.path.replace(/ > @deepseek-ai\/dsh-session$/, '')).join(', ')})`)
 
 // ---- the tests, the shims, the setup file, the config
 for (const suite of ['session', 'agent-loop']) rmSync(join(work, 'packages/core', suite), { recursive: true, force: true })

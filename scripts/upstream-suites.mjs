@@ -11,6 +11,9 @@
 //              (packed here with `npm pack --ignore-scripts`, so it installs as a
 //              copy, not a symlink that would resolve its peers elsewhere).
 //              Default: upstream's own @deepseek-ai/dsh-session@0.1.1-rc.2.
+//              Tarballs beside it that its optionalDependencies name (npm run
+//              package's dist/: the platform package holding the addon) are
+//              installed from there too.
 //   --suite    one suite only (default: both).
 //   --keep     leave the run folder in place (its path is printed).
 //   --dir      run in this folder instead of a new temporary one (reused:
@@ -148,10 +151,11 @@ const SHIMS = {
 const AGENT_LOOP_INTERNALS = ['ReactLoopAgent', 'RuntimeContextProjection']
 
 // ---- the package under test
-const work = opt.dir ?? mkdtempSync(join(tmpdir(), 'dsh-upstream-suites-'))
-mkdirSync(work, { recursive: true })
+if (opt.dir !== undefined) mkdirSync(opt.dir, { recursive: true })
+const work = realpathSync(opt.dir ?? mkdtempSync(join(tmpdir(), 'dsh-upstream-suites-')))
 let sessionSpec = REFERENCE
 let underTest
+const companions = {}
 let label = `@deepseek-ai/dsh-session@${REFERENCE} (upstream's own, from npm)`
 if (opt.package !== undefined) {
   const given = resolve(opt.package)
@@ -168,7 +172,24 @@ if (opt.package !== undefined) {
   if (!existsSync(copy)) copyFileSync(tarball, copy)
   sessionSpec = `file:./${basename(copy)}`
   underTest = copy
+  // Its optionalDependencies found as tarballs beside it (npm run package's
+  // dist/: the platform package with the addon) install from there too.
+  const optional = Object.keys(tarballManifest(tarball).optionalDependencies ?? {})
+  for (const f of readdirSync(dirname(tarball)).filter(f => f.endsWith('.tgz')).sort()) {
+    const t = join(dirname(tarball), f)
+    if (t === tarball) continue
+    const name = tarballManifest(t)?.name
+    if (optional.includes(name)) {
+      const c = join(work, basename(t))
+      copyFileSync(t, c)
+      companions[name] = `file:./${basename(c)}`
+    }
+  }
   label = `${given}${tarball === given ? '' : ` (packed: ${basename(tarball)})`}`
+}
+function tarballManifest(tgz) {
+  const r = spawnSync('tar', ['-xzOf', tgz, 'package/package.json'], { encoding: 'utf8' })
+  return r.status === 0 ? JSON.parse(r.stdout) : undefined
 }
 function hash(bytes) {
   let h = 0x811c9dc5
@@ -177,16 +198,17 @@ function hash(bytes) {
 }
 console.log(`== upstream suites (48fb3b528b) against ${label}`)
 console.log(`   run folder: ${work}`)
+for (const [n, spec] of Object.entries(companions)) console.log(`   with ${n} (${spec.slice('file:./'.length)}, beside the tarball)`)
 
 // ---- install
 const pkg = {
   name: 'dsh-upstream-suites-run',
   private: true,
   type: 'module',
-  dependencies: { ...dependencies, '@deepseek-ai/dsh-session': sessionSpec },
+  dependencies: { ...dependencies, '@deepseek-ai/dsh-session': sessionSpec, ...companions },
   // The agent loop's (and every other package's) own dependency on
   // dsh-session resolves to the package under test too.
-  overrides: { '@deepseek-ai/dsh-session': '$@deepseek-ai/dsh-session' },
+  overrides: Object.fromEntries(['@deepseek-ai/dsh-session', ...Object.keys(companions)].map(n => [n, `$${n}`])),
 }
 writeFileSync(join(work, 'package.json'), JSON.stringify(pkg, null, 2) + '\n')
 writeFileSync(join(work, '.npmrc'), 'legacy-peer-deps=true\nfund=false\naudit=false\n')

@@ -204,3 +204,15 @@ describe('deepFreezeInPlace (PUB 4.1 fromRestore freezing)', () => {
     expect(ours.deepFreezeInPlace(null)).toBe(null)
   })
 })
+
+describe('PUB 3 proxies behave as 0.1.1-rc.2', () => {
+  it('a live proxy of a plain container is read through; a revoked proxy as a value throws TypeError in both', () => {
+    const revoked = Proxy.revocable({}, {})
+    revoked.revoke()
+    const outcome = (impl: Impl, v: unknown) => { try { return JSON.stringify([impl.isJsonValue(v), impl.snapshotJsonValue(v)]) } catch (e) { return `${(e as Error).constructor.name}: ${(e as Error).message}` } }
+    for (const v of [new Proxy({ a: 1 }, {}), new Proxy([1], {}), revoked.proxy, { x: revoked.proxy }, (function () { return arguments })()]) {
+      expect(outcome(ours, v)).toBe(outcome(ref as Impl, v))
+    }
+    expect(outcome(ours, revoked.proxy)).toMatch(/^TypeError/)
+  })
+})

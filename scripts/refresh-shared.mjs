@@ -18,6 +18,7 @@ const check = process.argv.includes('--check')
 const COPIES = [
   ['fixtures', 'fixtures'],
   ['bench/workload.mjs', 'bench/workload.mjs'],
+  ['fixtures-published', 'fixtures-published'],
 ]
 
 /** Every file under `dir`, relative to it. */

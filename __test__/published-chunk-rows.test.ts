@@ -51,6 +51,15 @@ describe('PUB 14.2 packChunkRuns', () => {
   })
 })
 
+describe('PUB 14.2 degenerate batch entries behave as 0.1.1-rc.2', () => {
+  it('a primitive passes through; a null entry throws TypeError in both', () => {
+    expect(packChunkRuns([1, 'x'] as any)).toEqual([1, 'x'])
+    expect(ref.packChunkRuns([1, 'x'])).toEqual([1, 'x'])
+    expect(() => packChunkRuns([null] as any)).toThrow(TypeError)
+    expect(() => ref.packChunkRuns([null])).toThrow(TypeError)
+  })
+})
+
 describe('PUB 14.2 decodeStorageRecord', () => {
   it('PUB 14.2: non-rows pass through unvalidated', () => {
     for (const v of [1, 'x', null, [1], { type: 'user/message', anything: true }, { type: 'text-chunk' }]) {

@@ -24,7 +24,8 @@ function keysAre(value, keys) {
 
 /** The delta kind of a packable event, else undefined. */
 function packableKind(event) {
-  if (!isObject(event) || event.type !== 'assistant/chunk') return undefined
+  // Read `type` first, as 0.1.1-rc.2 does: a null entry throws its TypeError there.
+  if (event.type !== 'assistant/chunk') return undefined
   if (!keysAre(event, ['type', 'seq', 'time', 'data'])) return undefined
   const { seq, time, data } = event
   if (!Number.isSafeInteger(seq) || seq < 0 || !Number.isSafeInteger(time)) return undefined

@@ -43,6 +43,30 @@ describe('PUB 0 package.json', () => {
   })
 })
 
+describe('PUB 0 exports map resolves (package self-reference)', () => {
+  it('PUB 0: each subpath resolves to its file; ./types and ./surface load in a fresh process without touching the addon', async () => {
+    const { execFileSync } = await import('node:child_process')
+    const script = `
+      const r = s => new URL(import.meta.resolve(s)).pathname.replace(process.cwd(), '.')
+      const out = { root: r('dsh-session-native-published'), types: r('dsh-session-native-published/types'),
+        surface: r('dsh-session-native-published/surface'), invariant: r('dsh-session-native-published/invariant'),
+        pkg: r('dsh-session-native-published/package.json') }
+      out.typesKeys = Object.keys(await import('dsh-session-native-published/types')).sort()
+      out.surfaceKeys = Object.keys(await import('dsh-session-native-published/surface')).sort()
+      try { import.meta.resolve('dsh-session-native-published/lib/json.js'); out.deep = 'resolved' } catch (e) { out.deep = e.code }
+      console.log(JSON.stringify(out))`
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: new URL('../published/', import.meta.url), encoding: 'utf8',
+    }))
+    expect(out).toEqual({
+      root: './lib/index.js', types: './lib/types.js', surface: './lib/surface.js', invariant: './lib/invariant.js', pkg: './package.json',
+      typesKeys: ['SESSION_FORMAT_VERSION', 'SessionId'],
+      surfaceKeys: ['SurfaceManager', 'deriveEventMessage', 'foldSurface', 'isAppendSurfaceEvent', 'isReplacementSurfaceEvent', 'isSurfaceEligibleType', 'isSurfaceEvent'],
+      deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
+    })
+  })
+})
+
 describe('PUB 13.1 ./types', () => {
   it('PUB 13.1: SessionId is the identity and SESSION_FORMAT_VERSION is 0; no imports', () => {
     expect(Object.keys(types).sort()).toEqual(['SESSION_FORMAT_VERSION', 'SessionId'])

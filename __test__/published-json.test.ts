@@ -216,3 +216,53 @@ describe('PUB 3 proxies behave as 0.1.1-rc.2', () => {
     expect(outcome(ours, revoked.proxy)).toMatch(/^TypeError/)
   })
 })
+
+describe('internal helpers: snapshotFrozenJsonValue and deepFreezeFresh', () => {
+  it('snapshotFrozenJsonValue equals snapshotJsonValue, with every container frozen, at any depth', () => {
+    fc.assert(fc.property(fc.jsonValue(), v => {
+      const a = ours.snapshotFrozenJsonValue(v)
+      expect(JSON.stringify(a)).toBe(JSON.stringify(ours.snapshotJsonValue(v)))
+      const stack: unknown[] = [a]
+      while (stack.length) {
+        const c = stack.pop()
+        if (typeof c === 'object' && c !== null) { expect(Object.isFrozen(c)).toBe(true); stack.push(...Object.values(c)) }
+      }
+    }), { numRuns: 300 })
+    let deep: unknown = 1
+    for (let i = 0; i < 30_000; i++) deep = [deep]
+    let cursor = ours.snapshotFrozenJsonValue(deep) as unknown
+    for (let i = 0; i < 30_000; i++) { expect(Object.isFrozen(cursor)).toBe(true); cursor = (cursor as unknown[])[0] }
+    expect(cursor).toBe(1)
+    expect(ours.snapshotFrozenJsonValue({ a: -0 })).toBeUndefined()
+  })
+
+  it('a snapshot defines keys the prototype chain knows, so no inherited setter runs', () => {
+    let ran = 0
+    Object.defineProperty(Object.prototype, 'x-setter-probe', { set() { ran++ }, configurable: true })
+    try {
+      const snap = ours.snapshotJsonValue({ 'x-setter-probe': 1, constructor: 2, toString: 3 }) as Record<string, unknown>
+      expect(ran).toBe(0)
+      expect(Object.keys(snap)).toEqual(['x-setter-probe', 'constructor', 'toString'])
+      expect(snap['x-setter-probe']).toBe(1)
+    } finally {
+      delete (Object.prototype as Record<string, unknown>)['x-setter-probe']
+    }
+  })
+
+  it('deepFreezeFresh freezes fresh parts in place, stops at frozen subtrees, ends cycles', () => {
+    const frozenShell = Object.freeze({ inner: { a: 1 } })
+    const tree = { a: [{ b: 1 }], shell: frozenShell }
+    expect(ours.deepFreezeFresh(tree)).toBe(tree)
+    expect(Object.isFrozen(tree) && Object.isFrozen(tree.a) && Object.isFrozen(tree.a[0])).toBe(true)
+    expect(Object.isFrozen(frozenShell.inner)).toBe(false)
+    const cyclic: Record<string, unknown> = { list: [] }
+    ;(cyclic.list as unknown[]).push(cyclic)
+    expect(ours.deepFreezeFresh(cyclic)).toBe(cyclic)
+    expect(Object.isFrozen(cyclic.list)).toBe(true)
+    let deep: unknown = {}
+    for (let i = 0; i < 50_000; i++) deep = { k: deep }
+    ours.deepFreezeFresh(deep)
+    let c = deep as { k?: unknown }
+    while (c.k !== undefined) { expect(Object.isFrozen(c)).toBe(true); c = c.k as { k?: unknown } }
+  })
+})

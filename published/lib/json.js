@@ -44,98 +44,141 @@ function plainObjectPrototype(value) {
   return proto === null || isObjectPrototype(proto)
 }
 
-// Task kinds on the explicit stack.
-const VISIT = 0
-const ITEM = 1
-const PROP = 2
-const LEAVE = 3
-
-/**
- * Walk `value`. With `copy`, returns `{value: snapshot}` or undefined; without,
- * returns true or undefined.
- */
-function walk(value, copy) {
-  const open = new Set()
-  const box = { root: undefined }
-  // Each task: [kind, a, b, target, slot]. VISIT: a = value, target/slot = where
-  // to store its copy. ITEM: a = source array, b = index. PROP: a = source
-  // object, b = key. LEAVE: a = source container.
-  const tasks = [[VISIT, value, undefined, box, 'root']]
-  while (tasks.length > 0) {
-    const task = tasks.pop()
-    const kind = task[0]
-    if (kind === LEAVE) {
-      open.delete(task[1])
-      continue
-    }
-    if (kind === ITEM) {
-      const source = task[1]
-      const index = task[2]
-      if (!hasOwn.call(source, index)) return undefined
-      tasks.push([VISIT, source[index], undefined, task[3], index])
-      continue
-    }
-    if (kind === PROP) {
-      tasks.push([VISIT, task[1][task[2]], undefined, task[3], task[2]])
-      continue
-    }
-    const current = task[1]
-    const target = task[3]
-    const slot = task[4]
-    if (current === null || typeof current === 'boolean' || typeof current === 'string') {
-      if (copy) store(target, slot, current)
-      continue
-    }
-    if (typeof current === 'number') {
-      if (!Number.isFinite(current) || Object.is(current, -0)) return undefined
-      if (copy) store(target, slot, current)
-      continue
-    }
-    if (typeof current !== 'object') return undefined
-    if (open.has(current)) return undefined
-    if (Array.isArray(current)) {
-      if (!isArrayPrototype(Object.getPrototypeOf(current))) return undefined
-      const length = current.length
-      if (Reflect.ownKeys(current).length !== length + 1) return undefined
-      const out = copy ? [] : undefined
-      if (copy) store(target, slot, out)
-      open.add(current)
-      tasks.push([LEAVE, current])
-      for (let i = length - 1; i >= 0; i--) tasks.push([ITEM, current, i, out])
-      continue
-    }
-    if (!plainObjectPrototype(current)) return undefined
-    const keys = Reflect.ownKeys(current)
-    for (const key of keys) {
-      if (typeof key !== 'string' || !isEnumerable.call(current, key)) return undefined
-    }
-    const out = copy ? {} : undefined
-    if (copy) store(target, slot, out)
-    open.add(current)
-    tasks.push([LEAVE, current])
-    for (let i = keys.length - 1; i >= 0; i--) tasks.push([PROP, current, keys[i], out])
-  }
-  return copy ? box : true
+/** `proto` is acceptable as an array's prototype (fast path: this realm's). */
+function arrayPrototypeOk(proto) {
+  return proto === Array.prototype || isArrayPrototype(proto)
 }
 
-/** Store a copied value; object keys are defined, so `__proto__` stays data. */
-function store(target, slot, item) {
-  if (Array.isArray(target)) {
-    target[slot] = item
-  } else {
-    Object.defineProperty(target, slot, { value: item, enumerable: true, configurable: true, writable: true })
+/** `proto` is acceptable as an object's prototype (fast path: null or this realm's). */
+function objectPrototypeOk(proto) {
+  return proto === null || proto === Object.prototype || isObjectPrototype(proto)
+}
+
+const NOT_JSON = Symbol('not json')
+const ANCESTOR_SCAN = 32
+
+/**
+ * Walk `value` depth first with one frame per open container: each property
+ * is read once, in key order, a container's subtree before its next sibling.
+ * With `copy`, returns the snapshot (built of this realm's containers, each
+ * frozen when complete if `freeze`); without, returns `value`. NOT_JSON when
+ * the value is not lossless.
+ */
+function walk(value, copy, freeze) {
+  const first = scalar(value)
+  if (first !== CONTAINER) return first
+  const frames = []
+  let ancestors
+  let root
+  const enter = (current, parent, key) => {
+    if (frames.length < ANCESTOR_SCAN && ancestors === undefined) {
+      for (let i = 0; i < frames.length; i++) if (frames[i].src === current) return false
+    } else {
+      if (ancestors === undefined) ancestors = new Set(frames.map(f => f.src))
+      if (ancestors.has(current)) return false
+    }
+    let frame
+    if (Array.isArray(current)) {
+      if (!arrayPrototypeOk(Object.getPrototypeOf(current))) return false
+      const length = current.length
+      if (Reflect.ownKeys(current).length !== length + 1) return false
+      frame = { src: current, keys: undefined, len: length, i: 0, out: copy ? [] : undefined }
+    } else {
+      if (!objectPrototypeOk(Object.getPrototypeOf(current))) return false
+      const keys = Reflect.ownKeys(current)
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i]
+        if (typeof k !== 'string' || !isEnumerable.call(current, k)) return false
+      }
+      frame = { src: current, keys, len: keys.length, i: 0, out: copy ? {} : undefined }
+    }
+    if (copy) {
+      if (parent === undefined) root = frame.out
+      else put(parent, key, frame.out)
+    }
+    if (ancestors !== undefined) ancestors.add(current)
+    frames.push(frame)
+    return true
   }
+  if (!enter(value, undefined, undefined)) return NOT_JSON
+  while (frames.length > 0) {
+    const frame = frames[frames.length - 1]
+    if (frame.i === frame.len) {
+      frames.pop()
+      if (ancestors !== undefined) ancestors.delete(frame.src)
+      if (freeze) Object.freeze(frame.out)
+      continue
+    }
+    const index = frame.i++
+    const src = frame.src
+    let key
+    let child
+    if (frame.keys === undefined) {
+      if (!hasOwn.call(src, index)) return NOT_JSON
+      key = index
+      child = src[index]
+    } else {
+      key = frame.keys[index]
+      child = src[key]
+    }
+    const leaf = scalar(child)
+    if (leaf === NOT_JSON) return NOT_JSON
+    if (leaf === CONTAINER) {
+      if (!enter(child, frame.out, key)) return NOT_JSON
+    } else if (copy) {
+      put(frame.out, key, leaf)
+    }
+  }
+  return copy ? root : value
+}
+
+const CONTAINER = Symbol('container')
+
+/** A lossless scalar itself, CONTAINER for an object, else NOT_JSON. */
+function scalar(value) {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return value
+    case 'number':
+      return Number.isFinite(value) && !Object.is(value, -0) ? value : NOT_JSON
+    case 'object':
+      return value === null ? null : CONTAINER
+    default:
+      return NOT_JSON
+  }
+}
+
+/**
+ * Store a copied value. Array copies fill in order. An object key that the
+ * prototype chain knows (`__proto__`, `constructor`, an accessor someone
+ * added) is defined, so it stays data and runs no setter.
+ */
+function put(target, key, item) {
+  if (typeof key === 'number') target.push(item)
+  else if (key in target) Object.defineProperty(target, key, { value: item, enumerable: true, configurable: true, writable: true })
+  else target[key] = item
 }
 
 /** PUB 3: whether `value` survives JSON losslessly. */
 export function isJsonValue(value) {
-  return walk(value, false) === true
+  return walk(value, false, false) !== NOT_JSON
 }
 
 /** PUB 3: a detached copy of `value` in this realm, or undefined when not lossless. */
 export function snapshotJsonValue(value) {
-  const box = walk(value, true)
-  return box === undefined ? undefined : box.root
+  const copy = walk(value, true, false)
+  return copy === NOT_JSON ? undefined : copy
+}
+
+/**
+ * `snapshotJsonValue` whose copy is deep-frozen as it is built (each container
+ * when its last child is stored): one walk instead of a snapshot and a freeze.
+ * Not a root export; for the append and create paths.
+ */
+export function snapshotFrozenJsonValue(value) {
+  const copy = walk(value, true, true)
+  return copy === NOT_JSON ? undefined : copy
 }
 
 /**
@@ -162,6 +205,41 @@ export function deepFreezeInPlace(value) {
       for (const key of Object.keys(current)) {
         const item = current[key]
         if (typeof item === 'object' && item !== null) stack.push(item)
+      }
+    }
+  }
+  return value
+}
+
+/**
+ * Freeze `value` in place, iteratively, stopping at subtrees that are already
+ * frozen: for trees whose frozen parts are deep-frozen already (what this
+ * package builds: snapshots, canonical headers, copies over frozen log data).
+ * A cycle ends at its frozen ancestor. About twice as fast as
+ * `deepFreezeInPlace`, which also descends frozen shells (and is the one for
+ * caller graphs handed over by `fromRestore`). Returns `value`.
+ */
+export function deepFreezeFresh(value) {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return value
+  Object.freeze(value)
+  const stack = [value]
+  while (stack.length > 0) {
+    const current = stack.pop()
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) {
+        const item = current[i]
+        if (typeof item === 'object' && item !== null && !Object.isFrozen(item)) {
+          Object.freeze(item)
+          stack.push(item)
+        }
+      }
+    } else {
+      for (const key of Object.keys(current)) {
+        const item = current[key]
+        if (typeof item === 'object' && item !== null && !Object.isFrozen(item)) {
+          Object.freeze(item)
+          stack.push(item)
+        }
       }
     }
   }

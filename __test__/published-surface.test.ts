@@ -271,7 +271,15 @@ describe('PUB 6 differential against 0.1.1-rc.2', () => {
         expect(a).toEqual(outcome(() => ref.foldSurface(prefix)))
       }
       expect(outcome(() => foldSurface(events as any))).toEqual(outcome(() => ref.foldSurface(events)))
-    }), { numRuns: 3000 })
+    }), {
+      numRuns: 3000,
+      // Each tool/result rule at least once, whatever the random draw.
+      examples: [
+        [[result(0, 'c'), result(1, 'd', undefined, { surfaceOp: replace(0, 0), sourceEventSeqs: [0] })]],
+        [[result(0, 'c'), result(1, 'c'), result(2, 'c', undefined, { surfaceOp: replace(0, 1), sourceEventSeqs: [0, 1] })]],
+        [[user(0), result(1, 'c', undefined, { surfaceOp: replace(0, 0), sourceEventSeqs: [0] })]],
+      ],
+    })
     expect(failures).toBeGreaterThan(100)
     expect(replaced).toBeGreaterThan(50)
     expect(messages.size).toBeGreaterThan(10)

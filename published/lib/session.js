@@ -15,7 +15,7 @@
 // (SPEC 10) is the one store entry a session is attached to (lib/service.js).
 
 import { NativeSession, binding, fail } from './native.js'
-import { snapshotJsonValue, deepFreezeInPlace as deepFreeze } from './json.js'
+import { snapshotFrozenJsonValue, deepFreezeInPlace, deepFreezeFresh } from './json.js'
 import { deriveEventMessage, isSurfaceEligibleType } from './surface.js'
 import { foldRequestHeader } from './request-header.js'
 
@@ -83,10 +83,10 @@ export class Session {
   }
 
   #createHeader(header) {
-    const copy = snapshotJsonValue(header)
+    const copy = snapshotFrozenJsonValue(header)
     if (copy === undefined) throw fail('session header is not losslessly JSON-serializable', 'NOT_LOSSLESS_JSON')
     this.#native.setHeader(JSON.stringify(copy) ?? 'null')
-    return deepFreeze(copy)
+    return copy
   }
 
   #restoreHeader(header) {
@@ -95,7 +95,7 @@ export class Session {
       throw fail('session header is not a plain JSON record', 'INVALID_HEADER')
     }
     this.#native.setHeader(JSON.stringify(header))
-    return deepFreeze(header)
+    return deepFreezeInPlace(header)
   }
 
   /**
@@ -108,7 +108,7 @@ export class Session {
     let refused
     if (!restore) {
       for (const entry of seed) {
-        const copy = snapshotJsonValue(entry)
+        const copy = snapshotFrozenJsonValue(entry)
         if (copy === undefined) {
           refused = () => fail(`seed event at index ${events.length} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
           break
@@ -128,7 +128,7 @@ export class Session {
     native.finishSeed()
     if (refused !== undefined) throw refused()
     const log = this.#events
-    for (const event of events) log.push(deepFreeze(event))
+    for (const event of events) log.push(restore ? deepFreezeInPlace(event) : event)
   }
 
   get id() { return this.header.id }
@@ -146,10 +146,10 @@ export class Session {
     const meta = {}
     if (opts?.sourceEventSeqs !== undefined) meta.sourceEventSeqs = opts.sourceEventSeqs
     if (opts?.surfaceOp !== undefined) meta.surfaceOp = opts.surfaceOp
-    const copy = snapshotJsonValue(data)
+    const copy = snapshotFrozenJsonValue(data)
     if (copy === undefined) throw fail(`session event "${type}" carries non-JSON-serializable data`, 'NOT_LOSSLESS_JSON')
     if (type === 'request/header' || type === 'request/header-delta') binding.checkLegacy(type, JSON.stringify(copy))
-    const metaCopy = snapshotJsonValue(meta)
+    const metaCopy = snapshotFrozenJsonValue(meta)
     if (metaCopy === undefined) {
       throw fail(`session event "${type}" carries non-JSON-serializable surface metadata`, 'NOT_LOSSLESS_JSON')
     }
@@ -157,7 +157,7 @@ export class Session {
       throw fail('session append cannot reenter while another append is being published', 'REENTRANT_APPEND')
     }
     const seq = this.#events.length
-    const event = deepFreeze({ type, seq, time: Date.now(), data: copy, ...metaCopy })
+    const event = freeze({ type, seq, time: Date.now(), data: copy, ...metaCopy })
     const hasMeta = metaCopy.sourceEventSeqs !== undefined || metaCopy.surfaceOp !== undefined
     const native = this.#native
     const needsNative = hasMeta || isSurfaceEligibleType(type)
@@ -205,7 +205,7 @@ export class Session {
   requestHeader() {
     const log = this.#events
     if (this.#headerSeq < log.length) {
-      this.#headerFold = deepFreeze(foldRequestHeader(log.slice(this.#headerSeq), this.#headerFold))
+      this.#headerFold = deepFreezeFresh(foldRequestHeader(log.slice(this.#headerSeq), this.#headerFold))
       this.#headerSeq = log.length
     }
     return this.#headerFold
@@ -216,7 +216,7 @@ export class Session {
     const log = this.#events
     for (; this.#contextSeq < log.length; this.#contextSeq++) {
       const event = log[this.#contextSeq]
-      if (event.type === 'request/context') this.#contextFold = deepFreeze({ ...event.data })
+      if (event.type === 'request/context') this.#contextFold = deepFreezeFresh({ ...event.data })
     }
     return this.#contextFold
   }

@@ -4,7 +4,10 @@
 use crate::error::{Code, CoreError, CoreResult};
 use crate::json::seq_of_text;
 use crate::scan::TextDefect;
-use crate::scan::{data_field, member, object_members, scan_event, string_is, string_value};
+use crate::scan::{
+    array_items, key_is, member, object_members, scan_event, string_is, string_value,
+};
+use crate::vocab::{MessageAt, Predicate, SeedRule, Vocabulary, PUBLISHED, V0};
 
 /// The core event types the contract gives payloads to; everything else is
 /// `Other` (plugins may add types freely).
@@ -71,25 +74,6 @@ impl Kind {
             _ => Kind::Other,
         }
     }
-
-    /// The five types that may carry `surfaceOp` / `sourceEventSeqs` (SPEC 1).
-    pub fn is_surface_eligible(self) -> bool {
-        SURFACE_ELIGIBLE.contains(&self)
-    }
-}
-
-/// The surface-eligible kinds (SPEC 1), the one list of them.
-pub const SURFACE_ELIGIBLE: [Kind; 5] = [
-    Kind::UserMessage,
-    Kind::AssistantMessage,
-    Kind::ToolResult,
-    Kind::ContextMessage,
-    Kind::SteeringMessage,
-];
-
-/// `isSurfaceEligibleType(type)`.
-pub fn is_surface_eligible_type(ty: &str) -> bool {
-    Kind::of(ty).is_surface_eligible()
 }
 
 /// One event read from text, envelope-checked.
@@ -98,7 +82,7 @@ pub struct EventText<'a> {
     pub ty: std::borrow::Cow<'a, str>,
     pub kind: Kind,
     pub seq: u64,
-    pub time: u64,
+    pub time: i64,
     pub data: &'a str,
     /// Raw texts; parsed only when the surface fold needs them.
     pub surface_op: Option<&'a str>,
@@ -192,8 +176,28 @@ fn has_provider_model(v: Option<&str>) -> bool {
 
 /// Read one event from JSON text and check everything SPEC 3 checks for a
 /// seed event at `index` except contiguity and the surface transition, with
-/// the seed messages. One validating pass over the line (see `scan`).
+/// the seed messages, in v0's vocabulary.
 pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> {
+    read_event_in(text, index, &V0)
+}
+
+/// A safe integer time text (`negative`: below 0 allowed).
+fn time_of_text(raw: &str, negative: bool) -> Option<i64> {
+    match raw.trim().strip_prefix('-') {
+        Some(rest) if negative => seq_of_text(rest).map(|t| -(t as i64)),
+        Some(_) => None,
+        None => seq_of_text(raw).map(|t| t as i64),
+    }
+}
+
+/// `read_event` under vocabulary `vocab`: the envelope (its keys, the
+/// `time` bound), the seed checks of the table, legacy forms. One
+/// validating pass over the line (see `scan`).
+pub fn read_event_in<'a>(
+    text: &'a str,
+    index: usize,
+    vocab: &Vocabulary,
+) -> Result<EventText<'a>, ReadError> {
     let invalid = || {
         ReadError::Invalid(CoreError::new(
             Code::InvalidEnvelope,
@@ -216,40 +220,34 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         }
     });
     // Legacy vocabulary is reported before the envelope (a legacy line is
-    // refused as legacy, whatever else is wrong with it).
+    // refused as legacy, whatever else is wrong with it; the published
+    // line refuses the `fallback` reason after the seed checks).
     let kind = ty.as_deref().map_or(Kind::Other, Kind::of);
-    if let Some(legacy) = legacy_of(kind, f.data) {
-        return Err(ReadError::Invalid(legacy_seed(legacy, index)));
+    let legacy = legacy_of(kind, f.data);
+    if let Some(legacy) = legacy {
+        if vocab.fallback_before_checks || legacy == Legacy::HeaderDelta {
+            return Err(ReadError::Invalid(legacy_seed(legacy, index)));
+        }
     }
-    if !f.is_object || f.foreign_key {
+    let ignorable_ok = match f.ignorable {
+        None => true,
+        Some(v) => vocab.ignorable && v.trim() == "true",
+    };
+    if !f.is_object || f.foreign_key || !ignorable_ok {
         return Err(invalid());
     }
-    let as_seq = |raw: Option<&str>| raw.and_then(seq_of_text);
-    let (Some(ty), Some(seq), Some(time), Some(data)) = (ty, as_seq(f.seq), as_seq(f.time), f.data)
+    let time = f.time.and_then(|t| time_of_text(t, vocab.negative_time));
+    let (Some(ty), Some(seq), Some(time), Some(data)) =
+        (ty, f.seq.and_then(seq_of_text), time, f.data)
     else {
         return Err(invalid());
     };
-    let surface_op = f.surface_op;
-    let source_event_seqs = f.source_event_seqs;
-    match kind {
-        Kind::RequestHeader => {
-            let config = data_field(&f, "header")
-                .and_then(object_members)
-                .and_then(|header| member(&header, "config"));
-            if !has_provider_model(config) {
-                return Err(ReadError::Invalid(CoreError::new(
-                    Code::InvalidEnvelope,
-                    format!("seed request/header at index {index} lacks provider/model"),
-                )));
-            }
-        }
-        Kind::AssistantMessage if !has_provider_model(data_field(&f, "provenance")) => {
-            return Err(ReadError::Invalid(CoreError::new(
-                Code::InvalidEnvelope,
-                format!("seed assistant/message at index {index} lacks provider/model provenance"),
-            )));
-        }
-        _ => {}
+    if let Some(rule) = vocab.seed_rule(kind) {
+        let subject = format!("seed {ty} at index {index}");
+        check_rule(rule, data, &subject).map_err(ReadError::Invalid)?;
+    }
+    if let Some(legacy) = legacy {
+        return Err(ReadError::Invalid(legacy_seed(legacy, index)));
     }
     Ok(EventText {
         ty,
@@ -257,9 +255,117 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
         seq,
         time,
         data,
-        surface_op,
-        source_event_seqs,
+        surface_op: f.surface_op,
+        source_event_seqs: f.source_event_seqs,
     })
+}
+
+/// The checks of `rule` over payload `data`: the first failing one throws
+/// `<subject> <tail>`.
+fn check_rule(rule: &SeedRule, data: &str, subject: &str) -> CoreResult<()> {
+    let message = match rule.message_at {
+        MessageAt::Data => Some(data),
+        MessageAt::DataMessage => object_members(data).and_then(|m| member(&m, "message")),
+    };
+    match rule
+        .checks
+        .iter()
+        .find(|c| !holds(c.predicate, data, message))
+    {
+        Some(c) => Err(CoreError::new(
+            Code::InvalidEnvelope,
+            format!("{subject} {}", c.tail),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `checkMessageShape(event, subject)` (PUB 14.1): the published line's
+/// message-shape checks of the event's type, with `subject`.
+pub fn check_message_shape(event: &str, subject: &str) -> CoreResult<()> {
+    let members = object_members(event).ok_or_else(|| {
+        CoreError::new(
+            Code::InvalidArgument,
+            "checkMessageShape: the event is not a JSON object",
+        )
+    })?;
+    let kind = member(&members, "type")
+        .and_then(string_value)
+        .map_or(Kind::Other, |t| Kind::of(&t));
+    match PUBLISHED.seed_rule(kind).filter(|r| r.message_shape) {
+        Some(rule) => check_rule(rule, member(&members, "data").unwrap_or("null"), subject),
+        None => Ok(()),
+    }
+}
+
+/// A raw JSON text that is a non-empty string.
+fn non_empty_string(raw: Option<&str>) -> bool {
+    raw.is_some_and(|r| {
+        let r = r.trim();
+        r.starts_with('"') && r.len() > 2
+    })
+}
+
+/// Member `name` of object text `v`.
+fn at<'a>(v: Option<&'a str>, name: &str) -> Option<&'a str> {
+    member(&object_members(v?)?, name)
+}
+
+/// Whether `predicate` holds of payload `data` whose message is `message`.
+fn holds(predicate: Predicate, data: &str, message: Option<&str>) -> bool {
+    let header = || at(Some(data), "header").filter(|h| h.trim_start().starts_with('{'));
+    let config = || at(header(), "config");
+    let source = || at(message, "source");
+    let kind_is = |k: &str| at(source(), "kind").is_some_and(|raw| string_is(raw, k));
+    let block = || {
+        let items = at(message, "content").and_then(array_items)?;
+        match items.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    };
+    match predicate {
+        Predicate::HeaderProviderModel => has_provider_model(config()),
+        Predicate::HeaderReasoningEffort => match at(config(), "reasoningEffort") {
+            None => true,
+            raw => non_empty_string(raw),
+        },
+        Predicate::HeaderAdapterDefaults => {
+            let Some(raw) = at(header(), "adapterDefaults") else {
+                return true;
+            };
+            let Some(markers) = object_members(raw) else {
+                return false;
+            };
+            let config = config().and_then(object_members).unwrap_or_default();
+            markers.iter().all(|&(k, v)| {
+                ["reasoningEffort", "maxTokens"].iter().any(|name| {
+                    key_is(k, name) && v.trim() == "true" && member(&config, name).is_some()
+                })
+            })
+        }
+        Predicate::ProvenanceProviderModel => has_provider_model(at(Some(data), "provenance")),
+        Predicate::MessageIdentified => non_empty_string(at(message, "id")),
+        Predicate::MessageRole(role) => at(message, "role").is_some_and(|r| string_is(r, role)),
+        Predicate::MessageSource => non_empty_string(at(source(), "kind")),
+        Predicate::MessageContent => {
+            at(message, "content").is_some_and(|c| c.trim_start().starts_with('['))
+        }
+        Predicate::ModelSource => kind_is("model") && has_provider_model(source()),
+        Predicate::ToolSource => kind_is("tool") && non_empty_string(at(source(), "callId")),
+        Predicate::OneToolResult => block().is_some_and(|b| {
+            at(Some(b), "type").is_some_and(|t| string_is(t, "tool-result"))
+                && at(Some(b), "content").is_some_and(|c| c.trim_start().starts_with('['))
+        }),
+        Predicate::ToolCallIdsMatch => {
+            let id = |raw: Option<&str>| {
+                raw.filter(|r| r.trim_start().starts_with('"'))
+                    .and_then(string_value)
+            };
+            let ids = (id(at(block(), "toolCallId")), id(at(source(), "callId")));
+            matches!(ids, (Some(a), Some(b)) if a == b)
+        }
+    }
 }
 
 pub(crate) fn not_lossless(index: usize) -> CoreError {

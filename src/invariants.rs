@@ -191,7 +191,7 @@ impl<'a> Payload<'a> {
         // The scanner splits the payloads of a few types already; not those
         // of an envelope that repeats a key (they may be an earlier `data`'s).
         let split;
-        let fields = if !f.foreign_key && !f.data_fields.is_empty() {
+        let fields = if !f.foreign_key && f.ignorable.is_none() && !f.data_fields.is_empty() {
             &f.data_fields
         } else {
             split = f.data.and_then(object_members).unwrap_or_default();

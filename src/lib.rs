@@ -19,5 +19,6 @@ mod scan;
 mod session_header;
 mod store;
 mod surface;
+mod vocab;
 
 mod binding;

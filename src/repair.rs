@@ -3,12 +3,13 @@
 use crate::event::Kind;
 use crate::json::canonical_eq_text;
 use crate::scan::{array_items, member, object_members, string_is};
+use crate::vocab::{Closers, ResultTemplate};
 
 /// The parts of one event the repair scan reads.
 pub struct ScanEvent<'a> {
     pub kind: Kind,
     pub seq: u64,
-    pub time: u64,
+    pub time: i64,
     pub data: &'a str,
 }
 
@@ -28,16 +29,64 @@ struct Pending<'a> {
 /// The text every synthetic interrupted result carries.
 pub const INTERRUPTED_TEXT: &str = "Tool call interrupted by a crash; no result was recorded.";
 
+/// PUB 9's texts: a call the log recorded (`tool/call` seen), and one it did not.
+pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
+pub const NOT_STARTED_TEXT: &str =
+    "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
+
+/// The raw text at `path` inside object text `data`.
+fn at_path<'a>(data: &'a str, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(data, |v, name| member(&object_members(v)?, name))
+}
+
+/// The `data` of the synthetic `tool/result` closing `p` (its seq `seq`).
+fn result_data(template: ResultTemplate, turn: &str, p: &Pending, seq: u64) -> String {
+    let (step, id) = (p.step, p.call_id);
+    match template {
+        ResultTemplate::V0 => format!(
+            "{{\"turn\":{turn},\"step\":{step},\"callId\":{id},\"content\":[{{\"type\":\"text\",\"text\":\"{INTERRUPTED_TEXT}\"}}],\"isError\":true,\"error\":{{\"name\":\"InterruptedError\",\"code\":\"interrupted\"}}}}"
+        ),
+        ResultTemplate::Published => {
+            let (text, name, code) = match p.call_seq {
+                Some(_) => (OUTCOME_UNKNOWN_TEXT, "ToolOutcomeUnknownError", "TOOL_OUTCOME_UNKNOWN"),
+                None => (NOT_STARTED_TEXT, "ToolNotStartedError", "TOOL_NOT_STARTED"),
+            };
+            // `String(callId)` inside the id string: a string's own
+            // (escaped) text, anything else its JSON text quoted.
+            let shown = match id.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+                Some(inner) => inner.to_string(),
+                None => {
+                    let quoted = crate::json::quote(id);
+                    quoted[1..quoted.len() - 1].to_string()
+                }
+            };
+            format!(
+                "{{\"turn\":{turn},\"step\":{step},\"message\":{{\"id\":\"interrupted-tool-result-{shown}-{seq}\",\"role\":\"user\",\"source\":{{\"kind\":\"tool\",\"callId\":{id}}},\"content\":[{{\"type\":\"tool-result\",\"toolCallId\":{id},\"isError\":true,\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}]}},\"error\":{{\"name\":\"{name}\",\"code\":\"{code}\"}}}}"
+            )
+        }
+    }
+}
+
 /// `interruptedTurnClosers(events)`: the JSON texts of the closers for a turn
 /// left open at the end of `events`, or nothing for a balanced log. Each
 /// boundary resets the scan, so callers may pass only the events from the
 /// last `turn/start` or `turn/end` on. Values taken from the log (turn,
 /// step, call id) are written as the log has them.
+#[cfg(test)]
 pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<String> {
+    closers_in(&crate::vocab::V0.closers, events)
+}
+
+/// `closers` with the paths and payloads of a vocabulary's table.
+pub fn closers_in<'a>(
+    table: &Closers,
+    events: impl IntoIterator<Item = ScanEvent<'a>>,
+) -> Vec<String> {
     let mut open_turn: Option<&'a str> = None;
     let mut open_step: Option<&'a str> = None;
     let mut pending: Vec<Pending<'a>> = Vec::new();
-    let mut last: Option<(u64, u64)> = None;
+    let mut last: Option<(u64, i64)> = None;
     let same = |a: &str, b: &str| a == b || canonical_eq_text(a, b);
     for e in events {
         last = Some((e.seq, e.time));
@@ -61,7 +110,7 @@ pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Strin
             Kind::AssistantMessage => {
                 let m = members();
                 let step = field(&m, "step");
-                let blocks = member(&m, "content")
+                let blocks = at_path(e.data, table.calls_at)
                     .and_then(array_items)
                     .unwrap_or_default();
                 for block in blocks {
@@ -87,7 +136,7 @@ pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Strin
                 }
             }
             Kind::ToolResult => {
-                let id = field(&members(), "callId");
+                let id = at_path(e.data, table.result_call_id_at).map_or("null", str::trim);
                 pending.retain(|p| !same(p.call_id, id));
             }
             _ => {}
@@ -103,10 +152,9 @@ pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<Strin
             .call_seq
             .map(|s| format!(",\"sourceEventSeqs\":[{s}]"))
             .unwrap_or_default();
+        let data = result_data(table.result, turn, &p, seq);
         out.push(format!(
-            "{{\"type\":\"tool/result\",\"seq\":{seq},\"time\":{time},\"data\":{{\"turn\":{turn},\"step\":{step},\"callId\":{id},\"content\":[{{\"type\":\"text\",\"text\":\"{INTERRUPTED_TEXT}\"}}],\"isError\":true,\"error\":{{\"name\":\"InterruptedError\",\"code\":\"interrupted\"}}}},\"surfaceOp\":\"append\"{sources}}}",
-            step = p.step,
-            id = p.call_id,
+            "{{\"type\":\"tool/result\",\"seq\":{seq},\"time\":{time},\"data\":{data},\"surfaceOp\":\"append\"{sources}}}"
         ));
         seq += 1;
     }
@@ -138,7 +186,7 @@ mod tests {
         ScanEvent {
             kind,
             seq,
-            time: 100 + seq,
+            time: 100 + seq as i64,
             data,
         }
     }

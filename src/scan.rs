@@ -34,7 +34,11 @@ pub struct Fields<'a> {
     pub data: Option<&'a str>,
     pub surface_op: Option<&'a str>,
     pub source_event_seqs: Option<&'a str>,
-    /// A key other than the six envelope keys, or one of them twice.
+    /// The `ignorable` key's value (PUB 1: envelope keys of the published
+    /// line; a foreign key to v0).
+    pub ignorable: Option<&'a str>,
+    /// A key other than the six envelope keys and `ignorable`, or one of
+    /// them twice.
     pub foreign_key: bool,
     /// The payload's top-level fields, when the payload is an object.
     pub data_fields: Vec<(&'a str, &'a str)>,
@@ -611,8 +615,11 @@ pub fn read_event_line(line: &str) -> Scan<(Fields<'_>, bool)> {
                 Some(EnvelopeKey::SurfaceOp) => &mut out.surface_op,
                 Some(EnvelopeKey::SourceEventSeqs) => &mut out.source_event_seqs,
                 None => {
-                    out.foreign_key = true;
-                    s.value(1, None)?;
+                    let v = s.value(1, None)?;
+                    match key == "ignorable" && out.ignorable.is_none() {
+                        true => out.ignorable = Some(v),
+                        false => out.foreign_key = true,
+                    }
                     s.ws();
                     match s.peek() {
                         Some(b',') => {
@@ -715,6 +722,7 @@ fn payload_fields_wanted(raw_type: &str) -> bool {
 }
 
 /// The raw text of payload field `name`.
+#[cfg(test)]
 pub fn data_field<'a>(fields: &Fields<'a>, name: &str) -> Option<&'a str> {
     member(&fields.data_fields, name)
 }

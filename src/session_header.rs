@@ -8,6 +8,7 @@ use crate::json::{quote, seq_of_text};
 use crate::scan::{
     key_is, member, object_members, read_record, string_is, string_lossy, string_value,
 };
+use crate::vocab::{FieldRule, HeaderField, Vocabulary};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionHeader {
@@ -42,35 +43,38 @@ fn invalid(msg: String) -> CoreError {
     CoreError::new(Code::InvalidHeader, msg)
 }
 
-/// The field rules of SPEC 3 over a record whose version and id are checked.
-fn check_fields(members: &[(&str, &str)]) -> CoreResult<()> {
-    let field = |name| member(members, name);
-    // A number the scanner accepted is finite.
-    if !field("createdAt").is_some_and(|n| n.starts_with(|c: char| c == '-' || c.is_ascii_digit()))
-    {
-        return Err(invalid(
-            "session header createdAt must be a finite number".into(),
-        ));
-    }
-    if let Some(cwd) = field("cwd") {
-        let Some(cwd) = string_lossy(cwd) else {
-            return Err(invalid("session header cwd must be a string".into()));
+/// The field rules of a vocabulary's table (SPEC 3, PUB 4.4), in its
+/// order, over a record whose version and id are checked.
+fn check_fields(members: &[(&str, &str)], fields: &[HeaderField]) -> CoreResult<()> {
+    for f in fields {
+        let Some(raw) = member(members, f.name) else {
+            if f.required {
+                return Err(invalid(f.message.into()));
+            }
+            continue;
         };
-        if !is_absolute_path(&cwd) {
-            return Err(invalid(format!(
-                "session header cwd must be an absolute path, got \"{cwd}\""
-            )));
+        let ok = match f.rule {
+            // A number the scanner accepted is finite.
+            FieldRule::Finite => raw.starts_with(|c: char| c == '-' || c.is_ascii_digit()),
+            FieldRule::NonNegativeSafeInteger => seq_of_text(raw).is_some(),
+            FieldRule::String => raw.starts_with('"'),
+            FieldRule::Exactly(value) => string_is(raw, value),
+            FieldRule::AbsolutePath => {
+                let Some(cwd) = string_lossy(raw) else {
+                    return Err(invalid(f.message.into()));
+                };
+                if !is_absolute_path(&cwd) {
+                    return Err(invalid(format!(
+                        "session header {} must be an absolute path, got \"{cwd}\"",
+                        f.name
+                    )));
+                }
+                true
+            }
+        };
+        if !ok {
+            return Err(invalid(f.message.into()));
         }
-    }
-    if field("parentSession").is_some_and(|p| !p.starts_with('"')) {
-        return Err(invalid(
-            "session header parentSession must be a string".into(),
-        ));
-    }
-    if field("seedLength").is_some_and(|s| seq_of_text(s).is_none()) {
-        return Err(invalid(
-            "session header seedLength must be a non-negative safe integer".into(),
-        ));
     }
     Ok(())
 }
@@ -104,6 +108,11 @@ fn record<'a>(first: &str, members: impl Iterator<Item = &'a (&'a str, &'a str)>
 impl SessionHeader {
     /// A header given to `new Session(id, seed, header)`, as JSON text.
     pub fn from_json(id: &str, text: &str) -> CoreResult<SessionHeader> {
+        SessionHeader::from_json_in(id, text, &crate::vocab::V0)
+    }
+
+    /// `from_json` with the header fields of `vocab`'s table.
+    pub fn from_json_in(id: &str, text: &str, vocab: &Vocabulary) -> CoreResult<SessionHeader> {
         let members = read_record(text)
             .map_err(|_| invalid("session header is not losslessly JSON-serializable".into()))?
             .ok_or_else(|| invalid("session header is not a plain JSON record".into()))?;
@@ -121,7 +130,7 @@ impl SessionHeader {
                 js_string(given)
             )));
         }
-        check_fields(&members)?;
+        check_fields(&members, vocab.header_fields)?;
         Ok(SessionHeader {
             id: id.to_string(),
             json: record("", members.iter()),

@@ -5,8 +5,9 @@
 
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{EventText, Kind};
-use crate::json::seq_of_text;
+use crate::json::{canonical_eq_text, seq_of_text};
 use crate::scan::{array_items, key_is, member, object_members, string_is, string_value};
+use crate::vocab::{Vocabulary, V0};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -120,9 +121,9 @@ fn refuse<T>(message: impl Into<String>) -> CoreResult<T> {
 /// The op of event `c`: its `surfaceOp` and `sourceEventSeqs` are raw JSON
 /// texts (`None` when absent; a present `null` is `Some("null")`, and the
 /// rules reject it).
-fn parse_op(c: &EventText) -> CoreResult<Option<SurfaceOp>> {
+fn parse_op(c: &EventText, vocab: &Vocabulary) -> CoreResult<Option<SurfaceOp>> {
     let ty = &c.ty;
-    if !c.kind.is_surface_eligible() {
+    if !vocab.is_surface(c.kind) {
         let carried = match (c.surface_op, c.source_event_seqs) {
             (None, None) => return Ok(None),
             (Some(_), _) => "surfaceOp",
@@ -232,7 +233,12 @@ impl Surface {
 
     /// Validate one event against the current state without changing it.
     pub fn plan(&self, c: &EventText) -> CoreResult<Plan> {
-        let plan = self.plan_op(c.seq, parse_op(c)?)?;
+        self.plan_in(c, &V0)
+    }
+
+    /// `plan` under `vocab` (which types are surface-eligible).
+    pub fn plan_in(&self, c: &EventText, vocab: &Vocabulary) -> CoreResult<Plan> {
+        let plan = self.plan_op(c.seq, parse_op(c, vocab)?)?;
         // An event with no op has no sources either (`parse_op`).
         check_sources(c, &plan.shadowed)?;
         Ok(plan)
@@ -306,10 +312,81 @@ impl Surface {
     }
 }
 
+/// `data` with `message.content` masked to `[{...content[0], content: null}]`
+/// (PUB 6), as JSON text; `None` when `data` or its message is no object.
+fn masked(data: &str) -> Option<String> {
+    let mut out = String::from("{");
+    let push_key = |out: &mut String, k: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(k);
+        out.push_str("\":");
+    };
+    for (k, v) in object_members(data)? {
+        push_key(&mut out, k);
+        if !key_is(k, "message") {
+            out.push_str(v);
+            continue;
+        }
+        let mut message = String::from("{");
+        for (mk, mv) in object_members(v)? {
+            push_key(&mut message, mk);
+            if !key_is(mk, "content") {
+                message.push_str(mv);
+                continue;
+            }
+            let first = array_items(mv).and_then(|items| items.first().copied());
+            let mut block = String::from("{");
+            for (bk, bv) in first.and_then(object_members).unwrap_or_default() {
+                if !key_is(bk, "content") {
+                    push_key(&mut block, bk);
+                    block.push_str(bv);
+                }
+            }
+            push_key(&mut block, "content");
+            block.push_str("null}");
+            message.push('[');
+            message.push_str(&block);
+            message.push(']');
+        }
+        message.push('}');
+        out.push_str(&message);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// The `tool/result` replacement rule (PUB 6), its one home: a replace by
+/// a `tool/result` rewrites exactly one node, a `tool/result`, and changes
+/// only its result's inner `content`. `data` is the replacing event's
+/// payload; `target(seq)` the payload of node `seq` when it is a
+/// `tool/result` (`None`: another type).
+pub fn tool_result_rewrite(
+    plan: &Plan,
+    data: &str,
+    target: impl FnOnce(u64) -> CoreResult<Option<String>>,
+) -> CoreResult<()> {
+    if !matches!(plan.op, Some(SurfaceOp::Replace { .. })) {
+        return Ok(());
+    }
+    let [node] = plan.shadowed[..] else {
+        return refuse("tool/result surface replacement must rewrite exactly one current node");
+    };
+    let Some(original) = target(node)? else {
+        return refuse("tool/result surface replacement must target a current tool/result");
+    };
+    match (masked(&original), masked(data)) {
+        (Some(a), Some(b)) if canonical_eq_text(&a, &b) => Ok(()),
+        _ => refuse("tool/result surface replacement may change only content"),
+    }
+}
+
 /// `foldSurface(events)`, over the JSON array JS serialized of the caller's
 /// `{type, seq, surfaceOp?, sourceEventSeqs?}`: the surface and the plan of
 /// every replacement.
-pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Plan>)> {
+pub fn fold(events: &str, vocab: &Vocabulary) -> CoreResult<(Vec<u64>, Vec<Plan>)> {
     let rows = array_items(events)
         .and_then(|items| {
             items
@@ -338,16 +415,30 @@ pub fn fold(events: &str) -> CoreResult<(Vec<u64>, Vec<Plan>)> {
         let ty = member(members, "type")
             .and_then(string_value)
             .unwrap_or_default();
-        let plan = surface.plan(&EventText {
-            kind: Kind::of(&ty),
-            ty: ty.into(),
-            seq: expected,
-            // The fold reads neither.
-            time: 0,
-            data: "null",
-            surface_op: member(members, "surfaceOp"),
-            source_event_seqs: member(members, "sourceEventSeqs"),
-        })?;
+        let kind = Kind::of(&ty);
+        let plan = surface.plan_in(
+            &EventText {
+                kind,
+                ty: ty.into(),
+                seq: expected,
+                // The fold reads neither.
+                time: 0,
+                data: "null",
+                surface_op: member(members, "surfaceOp"),
+                source_event_seqs: member(members, "sourceEventSeqs"),
+            },
+            vocab,
+        )?;
+        if vocab.tool_result_rewrite && kind == Kind::ToolResult {
+            let data = member(members, "data").unwrap_or("null");
+            tool_result_rewrite(&plan, data, |seq| {
+                let Some(row) = rows.get(seq as usize) else {
+                    return Ok(None);
+                };
+                let is_result = member(row, "type").is_some_and(|t| string_is(t, "tool/result"));
+                Ok(is_result.then(|| member(row, "data").unwrap_or("null").to_string()))
+            })?;
+        }
         replacements.extend(surface.apply(plan));
     }
     Ok((surface.nodes(), replacements))
@@ -596,7 +687,7 @@ mod tests {
 
     #[test]
     fn fold_checks_contiguity() {
-        let err = |events: &str| fold(events).err().map(|e| e.to_string());
+        let err = |events: &str| fold(events, &V0).err().map(|e| e.to_string());
         assert_eq!(err(r#"[{"type":"x","seq":0},{"type":"x","seq":1}]"#), None);
         assert_eq!(
             err(r#"[{"type":"x","seq":0},{"type":"x","seq":2}]"#).unwrap_or_default(),

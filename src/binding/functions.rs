@@ -2,26 +2,59 @@
 
 use super::call;
 use crate::error::{Code, CoreError};
-use crate::event::{is_surface_eligible_type, refuse_legacy, Kind};
+use crate::event::{refuse_legacy, Kind};
 use crate::json::seq_of_text;
-use crate::repair::{closers, ScanEvent};
+use crate::repair::{closers_in, ScanEvent};
 use crate::scan::{array_items, member, object_members, string_value};
 use crate::surface::{fold, SurfaceOp};
+use crate::vocab::Vocabulary;
 use napi::Env;
 use napi::Result;
 use napi_derive::napi;
 
+/// The vocabulary named `name` (`'v0' | 'published'`; absent: v0).
+pub(crate) fn vocabulary(name: Option<&str>) -> crate::error::CoreResult<&'static Vocabulary> {
+    Vocabulary::named(name).ok_or_else(|| {
+        CoreError::new(
+            Code::InvalidArgument,
+            format!(
+                "unknown vocabulary {:?} (expected \"v0\" or \"published\")",
+                name.unwrap_or_default()
+            ),
+        )
+    })
+}
+
 #[napi(js_name = "isSurfaceEligibleType")]
-pub fn is_surface_eligible_type_js(env: Env, ty: String) -> Result<bool> {
-    call(&env, || Ok(is_surface_eligible_type(&ty)))
+pub fn is_surface_eligible_type_js(
+    env: Env,
+    ty: String,
+    #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+) -> Result<bool> {
+    call(&env, || {
+        Ok(self::vocabulary(vocabulary.as_deref())?.is_surface_type(&ty))
+    })
+}
+
+/// The published line's message-shape checks (PUB 4.2) of one event given
+/// as JSON, failing with `<subject> <tail>` (`adoptSessionEvent`, PUB 14.1).
+#[napi(js_name = "checkMessageShape")]
+pub fn check_message_shape(env: Env, event_json: String, subject: String) -> Result<()> {
+    call(&env, || {
+        crate::event::check_message_shape(&event_json, &subject)
+    })
 }
 
 /// `foldSurface` over `[{type, seq, surfaceOp?, sourceEventSeqs?}]` as JSON
 /// (what JS serialized of the caller's events), read by the scanner.
 #[napi(js_name = "foldSurfaceJson")]
-pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
+pub fn fold_surface_json(
+    env: Env,
+    rows: String,
+    #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+) -> Result<String> {
     call(&env, || {
-        let (nodes, replacements) = fold(&rows)?;
+        let (nodes, replacements) = fold(&rows, self::vocabulary(vocabulary.as_deref())?)?;
         let seqs = |s: &[u64]| s.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
         let replacements: Vec<String> = replacements
             .iter()
@@ -45,8 +78,13 @@ pub fn fold_surface_json(env: Env, rows: String) -> Result<String> {
 /// `interruptedTurnClosers` over events given as one JSON array (what JS
 /// serialized of the caller's events), read by the scanner.
 #[napi(js_name = "interruptedTurnClosersJson")]
-pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String> {
+pub fn interrupted_turn_closers_json(
+    env: Env,
+    events: String,
+    #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+) -> Result<String> {
     call(&env, || {
+        let vocab = self::vocabulary(vocabulary.as_deref())?;
         let bad = || {
             CoreError::new(
                 Code::InvalidArgument,
@@ -61,11 +99,17 @@ pub fn interrupted_turn_closers_json(env: Env, events: String) -> Result<String>
             scan.push(ScanEvent {
                 kind: Kind::of(&field("type").and_then(string_value).unwrap_or_default()),
                 seq: field("seq").and_then(seq_of_text).unwrap_or(0),
-                time: field("time").and_then(seq_of_text).unwrap_or(0),
+                time: match vocab.negative_time {
+                    true => field("time")
+                        .and_then(|t| t.trim().parse::<f64>().ok())
+                        .filter(|t| t.fract() == 0.0 && t.abs() <= 9_007_199_254_740_991.0)
+                        .map_or(0, |t| t as i64),
+                    false => field("time").and_then(seq_of_text).map_or(0, |t| t as i64),
+                },
                 data: field("data").unwrap_or("null"),
             });
         }
-        Ok(format!("[{}]", closers(scan.into_iter()).join(",")))
+        Ok(format!("[{}]", closers_in(&vocab.closers, scan).join(",")))
     })
 }
 

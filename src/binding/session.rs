@@ -54,11 +54,19 @@ struct Seeder {
 impl NativeSession {
     /// An empty session (`new Session(id, seed, header)` seeds it, then sets
     /// the header: the seed is checked first, as the TypeScript core does).
+    /// `vocabulary` (absent: v0) governs every later call: the seed
+    /// checks, the header's fields, the surface, closers, forks.
     #[napi(factory)]
-    pub fn create(env: Env, id: String, now: f64) -> Result<Self> {
+    pub fn create(
+        env: Env,
+        id: String,
+        now: f64,
+        #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+    ) -> Result<Self> {
         call(&env, || {
+            let vocab = super::functions::vocabulary(vocabulary.as_deref())?;
             let header = SessionHeader::minimal(&id, now);
-            Ok(NativeSession::from_log(Log::new(header)))
+            Ok(NativeSession::from_log(Log::with_vocabulary(header, vocab)))
         })
     }
 
@@ -101,13 +109,16 @@ impl NativeSession {
         })
     }
 
-    /// Replace the session header (the constructor checks it after the
-    /// seed, as the TypeScript core does).
+    /// Replace the session header (v0's constructor checks it after the
+    /// seed, as the TypeScript core does; the published line's restore
+    /// before it: a header set first is kept by the seed).
     #[napi(js_name = "setHeader")]
     pub fn set_header(&mut self, env: Env, header: String) -> Result<()> {
         call(&env, || {
             let id = self.log.header().id().to_string();
-            self.log.set_header(SessionHeader::from_json(&id, &header)?);
+            let vocab = self.log.vocab;
+            self.log
+                .set_header(SessionHeader::from_json_in(&id, &header, vocab)?);
             Ok(())
         })
     }
@@ -195,9 +206,13 @@ impl NativeSession {
 
     /// Names of the surface-eligible types (the JS fast path asks once).
     #[napi(js_name = "surfaceEligibleTypes")]
-    pub fn surface_eligible_types(env: Env) -> Result<Vec<String>> {
+    pub fn surface_eligible_types(
+        env: Env,
+        #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+    ) -> Result<Vec<String>> {
         call(&env, || {
-            Ok(crate::event::SURFACE_ELIGIBLE
+            Ok(super::functions::vocabulary(vocabulary.as_deref())?
+                .surface
                 .iter()
                 .filter_map(|k| k.name())
                 .map(str::to_string)
@@ -356,7 +371,8 @@ impl NativeSession {
     /// log stays (and the slices are checked here).
     fn start_seeder(&mut self) -> Option<Seeder> {
         let header = self.log.header().clone();
-        let mut log = std::mem::replace(&mut self.log, Log::new(header));
+        let vocab = self.log.vocab;
+        let mut log = std::mem::replace(&mut self.log, Log::with_vocabulary(header, vocab));
         let (slices, queue) = mpsc::channel::<String>();
         let work = move || {
             // This thread has the time to compress as blocks fill up.
@@ -434,6 +450,9 @@ pub fn write_jsonl(
 /// NaN when no number; `lastShown`) and, when the boundary is an index of an
 /// event, that event's seq (`at`) and its type (`atType`, null for
 /// `turn/end`). `service`: the Cordis service's rule (SPEC 12.6).
+/// `vocabulary` (absent: v0) picks the rule's form; the published one
+/// (PUB 12.5) reads `openTurn`: the `data.turn` of the last `turn/start`
+/// at or before the boundary with no `turn/end` after it, else null.
 #[napi(js_name = "forkEnd")]
 #[allow(clippy::too_many_arguments)]
 pub fn fork_end(
@@ -447,6 +466,8 @@ pub fn fork_end(
     at: f64,
     at_type: Option<String>,
     service: bool,
+    #[napi(ts_arg_type = "'v0' | 'published'")] vocabulary: Option<String>,
+    open_turn: Option<f64>,
 ) -> Result<f64> {
     let fork_of = match service {
         true => crate::log::ForkOf::Service,
@@ -461,9 +482,20 @@ pub fn fork_end(
             (last, last_shown),
             at,
             at_type,
+            super::functions::vocabulary(vocabulary.as_deref())?.fork,
+            open_turn.map(js_number),
         )
         .map(|e| e as f64)
     })
+}
+
+/// `String(n)` of a JS number, for the integers a message shows.
+fn js_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e21 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
 }
 
 /// A JSONL log handed over in parts cut anywhere (`Session.fromJsonl`: JS

@@ -6,6 +6,7 @@ use super::{Log, Prepared};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::{refuse_legacy, EventText, Kind};
 use crate::scan::{member, object_members};
+use crate::surface::tool_result_rewrite;
 
 impl Log {
     /// Validate a live append (SPEC 4 steps 2, 5, 6). `surface_meta` is the
@@ -37,7 +38,7 @@ impl Log {
             })?,
             None => Vec::new(),
         };
-        let plan = self.surface.plan(&EventText {
+        let event = EventText {
             ty: ty.into(),
             kind,
             seq,
@@ -46,13 +47,35 @@ impl Log {
             data: "null",
             surface_op: member(&members, "surfaceOp"),
             source_event_seqs: member(&members, "sourceEventSeqs"),
-        })?;
-        Ok(Prepared { plan, kind })
+        };
+        let plan = self.surface.plan_in(&event, self.vocab)?;
+        // PUB 6: a `tool/result` surface event's payload is kept, and a
+        // replace by one is checked against the node it rewrites. A fork's
+        // replay of its parent's appends passes none: the parent's is kept.
+        let mut kept = None;
+        if self.vocab.tool_result_rewrite && kind == Kind::ToolResult && plan.op.is_some() {
+            let data = match data {
+                Some(d) => d.to_string(),
+                None => self.live_results.get(&seq).cloned().ok_or_else(|| {
+                    CoreError::new(
+                        Code::InvalidArgument,
+                        format!("session event \"{ty}\" at seq {seq}: the published line's tool/result append needs its data"),
+                    )
+                })?,
+            };
+            tool_result_rewrite(&plan, &data, |s| self.result_data(s))?;
+            kept = Some(data);
+        }
+        Ok(Prepared { plan, kind, kept })
     }
 
     /// Commit a prepared append. The caller guarantees nothing was committed
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
+        match p.kept {
+            Some(data) => self.live_results.insert(p.plan.seq, data),
+            None => self.live_results.remove(&p.plan.seq),
+        };
         self.apply(p.plan, p.kind);
     }
 }

@@ -16,7 +16,7 @@ enum OpTag {
 
 #[derive(Debug, Clone, Default)]
 pub struct Metas {
-    times: Vec<u64>,
+    times: Vec<i64>,
     kinds: Vec<Kind>,
     ops: Vec<OpTag>,
     /// `(seq, start, end)` of every replace, in seq order.
@@ -114,7 +114,7 @@ mod tests {
             },
             EventMeta {
                 kind: Kind::UserMessage,
-                time: u64::MAX,
+                time: i64::MAX,
                 op: Some(SurfaceOp::Replace { start: 1, end: 1 }),
             },
             EventMeta {

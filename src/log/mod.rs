@@ -27,9 +27,11 @@ pub(crate) use resume::{read_arriving, too_roomy, Cutter, PIECE_BYTES};
 pub use texts::{Text, Texts, COMPRESS_MIN_BYTES};
 
 use crate::error::{Code, CoreError, CoreResult};
-use crate::event::{read_event, EventText, Kind, ReadError};
+use crate::event::{read_event_in, EventText, Kind, ReadError};
 use crate::session_header::SessionHeader;
-use crate::surface::{Plan, Surface, SurfaceOp};
+use crate::surface::{tool_result_rewrite, Plan, Surface, SurfaceOp};
+use crate::vocab::{ForkRule, Vocabulary, V0};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Whose fork a boundary is checked for: `Session.fork` (a boundary that
@@ -48,6 +50,7 @@ pub enum ForkOf {
 /// session's own is its index; a source the Cordis service holds may have
 /// others); `at` is the seq of event `boundary` when that is an index of one,
 /// `at_type` its type, `None` for a `turn/end`.
+#[allow(clippy::too_many_arguments)]
 pub fn fork_end(
     id: &str,
     boundary: Option<(f64, String)>,
@@ -56,6 +59,8 @@ pub fn fork_end(
     last: (f64, String),
     at: f64,
     at_type: Option<String>,
+    rule: ForkRule,
+    open_turn: Option<String>,
 ) -> CoreResult<u64> {
     let invalid = |message: String| CoreError::new(Code::InvalidBoundary, message);
     let (b, shown) = match boundary {
@@ -80,6 +85,18 @@ pub fn fork_end(
             "fork boundary {b} does not match a contiguous event seq in session \"{id}\""
         )));
     }
+    // PUB 12.5: `open_turn` is the `data.turn` of the last `turn/start`
+    // at or before the boundary when no `turn/end` follows it (as JS's
+    // `String` spells it).
+    if rule == ForkRule::NotInsideOpenTurn {
+        return match open_turn {
+            None => Ok(b + 1),
+            Some(n) => Err(CoreError::new(
+                Code::OpenTurn,
+                format!("fork boundary {b} in session \"{id}\" ends inside open turn {n}"),
+            )),
+        };
+    }
     match (at_type, fork_of) {
         (None, _) => Ok(b + 1),
         (Some(_), ForkOf::Session) => Err(invalid(format!(
@@ -96,7 +113,7 @@ pub fn fork_end(
 #[derive(Debug, Clone, Copy)]
 pub struct EventMeta {
     pub kind: Kind,
-    pub time: u64,
+    pub time: i64,
     pub op: Option<SurfaceOp>,
 }
 
@@ -105,6 +122,8 @@ pub struct EventMeta {
 pub struct Prepared {
     plan: Plan,
     kind: Kind,
+    /// A live `tool/result`'s payload the log keeps (PUB 6's rule reads it).
+    kept: Option<String>,
 }
 
 impl Prepared {
@@ -137,11 +156,22 @@ pub struct Log {
     /// Seq of the latest `request/header` (the header fold; JS builds the
     /// canonical header).
     pub(crate) request_header: Option<u64>,
+    /// The vocabulary whose rules this log keeps.
+    pub(crate) vocab: &'static Vocabulary,
+    /// Payloads of the live `tool/result` events (after the texts), kept
+    /// only when the vocabulary's `tool/result` replacement rule reads them.
+    pub(crate) live_results: BTreeMap<u64, String>,
 }
 
 impl Log {
     pub fn new(header: SessionHeader) -> Log {
+        Log::with_vocabulary(header, &V0)
+    }
+
+    pub fn with_vocabulary(header: SessionHeader, vocab: &'static Vocabulary) -> Log {
         Log {
+            vocab,
+            live_results: BTreeMap::new(),
             header,
             metas: metas::Metas::default(),
             texts: Arc::default(),
@@ -219,6 +249,20 @@ impl Log {
         self.request_header
     }
 
+    /// The payload of event `seq` when it is a `tool/result` (`None`:
+    /// another type), from its text or, live, as kept.
+    pub(crate) fn result_data(&self, seq: u64) -> CoreResult<Option<String>> {
+        if (seq as usize) < self.texts.len() {
+            return match self.metas.get(seq as usize) {
+                Some(m) if m.kind == Kind::ToolResult => Ok(Some(
+                    project::data_of(&self.texts, seq as usize)?.to_string(),
+                )),
+                _ => Ok(None),
+            };
+        }
+        Ok(self.live_results.get(&seq).cloned())
+    }
+
     /// Commit an event's validated surface plan and header fold step.
     fn apply(&mut self, plan: Plan, kind: Kind) {
         if kind == Kind::RequestHeader {
@@ -246,9 +290,18 @@ impl Log {
                 e.seq
             ))));
         }
-        let plan = self.surface.plan(&e).map_err(|err| {
-            Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
-        })?;
+        let plan = self
+            .surface
+            .plan_in(&e, self.vocab)
+            .and_then(|plan| {
+                if self.vocab.tool_result_rewrite && e.kind == Kind::ToolResult {
+                    tool_result_rewrite(&plan, e.data, |seq| self.result_data(seq))?;
+                }
+                Ok(plan)
+            })
+            .map_err(|err| {
+                Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
+            })?;
         self.metas.push(EventMeta {
             kind: e.kind,
             time: e.time,
@@ -265,7 +318,7 @@ impl Log {
         text: &str,
         index: usize,
     ) -> Result<(), Option<CoreError>> {
-        self.accept_read(read_event(text, index), index)?;
+        self.accept_read(read_event_in(text, index, self.vocab), index)?;
         self.texts_mut().push(text);
         Ok(())
     }
@@ -279,7 +332,7 @@ impl Log {
     /// A log under `header` with the surface and header fold of events
     /// `0..end`, replayed from the ops kept here (no text is read).
     fn replayed(&self, end: usize, header: SessionHeader) -> CoreResult<Log> {
-        let mut log = Log::new(header);
+        let mut log = Log::with_vocabulary(header, self.vocab);
         for i in self.metas.effects(end) {
             let meta = self.metas.get(i).ok_or_else(|| {
                 CoreError::new(Code::Internal, format!("no facts kept for event {i}"))
@@ -304,6 +357,9 @@ impl Log {
             } else {
                 Arc::new(self.texts.prefix(end)?)
             },
+            // A live session replays its appends after `end`: their
+            // payloads come along, as the parent kept them.
+            live_results: self.live_results.clone(),
             ..self.replayed(end, child)?
         })
     }
@@ -332,8 +388,18 @@ mod tests {
                 ),
                 false => (f64::NAN, None),
             };
-            fork_end("s", b, len, of, last, at, at_type.map(str::to_string))
-                .map_err(|e| (e.code(), e.message().to_string()))
+            fork_end(
+                "s",
+                b,
+                len,
+                of,
+                last,
+                at,
+                at_type.map(str::to_string),
+                ForkRule::BoundaryIsTurnEnd,
+                None,
+            )
+            .map_err(|e| (e.code(), e.message().to_string()))
         };
         let end = |b: Option<(f64, &str)>, len: u64, of: ForkOf| {
             rule(b.map(|(b, s)| (b, s.to_string())), len, of, |i| i)

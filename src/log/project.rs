@@ -5,7 +5,7 @@
 use super::{Log, Text, Texts};
 use crate::error::{Code, CoreError, CoreResult};
 use crate::event::Kind;
-use crate::repair::{closers, ScanEvent};
+use crate::repair::{closers_in, ScanEvent};
 
 impl Log {
     /// Events `from..to` as one JSON array text; an event in `held`
@@ -72,17 +72,20 @@ impl Log {
             })?;
             datas.push((i, meta, data_of(&self.texts, i)?));
         }
-        Ok(closers(datas.iter().map(|(i, meta, data)| ScanEvent {
-            kind: meta.kind,
-            seq: *i as u64,
-            time: meta.time,
-            data,
-        })))
+        Ok(closers_in(
+            &self.vocab.closers,
+            datas.iter().map(|(i, meta, data)| ScanEvent {
+                kind: meta.kind,
+                seq: *i as u64,
+                time: meta.time,
+                data,
+            }),
+        ))
     }
 }
 
 /// The payload text of event `seq` of `texts` (accepted texts only).
-fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
+pub(super) fn data_of(texts: &Texts, seq: usize) -> CoreResult<Text<'_>> {
     let text = texts.get(seq)?;
     let data = crate::scan::accepted_member(&text, "data").ok_or_else(|| {
         CoreError::new(

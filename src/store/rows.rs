@@ -51,7 +51,7 @@ pub(crate) fn columns(text: &str) -> CoreResult<Columns<'_>> {
     Ok(Columns {
         ty: e.ty.into_owned(),
         seq: e.seq as i64,
-        time: e.time as i64,
+        time: e.time,
         data: e.data,
         source_event_seqs: e.source_event_seqs.map(|v| v.to_string()),
         surface_op: e.surface_op.map(|v| v.to_string()),

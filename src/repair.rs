@@ -73,12 +73,7 @@ fn result_data(template: ResultTemplate, turn: &str, p: &Pending, seq: u64) -> S
 /// boundary resets the scan, so callers may pass only the events from the
 /// last `turn/start` or `turn/end` on. Values taken from the log (turn,
 /// step, call id) are written as the log has them.
-#[cfg(test)]
-pub fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<String> {
-    closers_in(&crate::vocab::V0.closers, events)
-}
-
-/// `closers` with the paths and payloads of a vocabulary's table.
+/// `table` holds the paths and payloads of the log's vocabulary.
 pub fn closers_in<'a>(
     table: &Closers,
     events: impl IntoIterator<Item = ScanEvent<'a>>,
@@ -173,6 +168,11 @@ pub fn closers_in<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The v0 closers.
+    fn closers<'a>(events: impl IntoIterator<Item = ScanEvent<'a>>) -> Vec<String> {
+        closers_in(&crate::vocab::V0.closers, events)
+    }
     use serde_json::{json, Value};
 
     fn parsed(texts: Vec<String>) -> Vec<Value> {

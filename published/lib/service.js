@@ -24,7 +24,7 @@ function forkEnd(id, boundary, events) {
     const type = events[i].type
     if (type === 'turn/end') break
     if (type === 'turn/start') {
-      openTurn = String(events[i].data?.turn)
+      openTurn = number(events[i].data?.turn)
       break
     }
   }

@@ -32,6 +32,23 @@ const { freeze, getPrototypeOf } = Object
 /** Set by the class's static block: attach the store entry `hooks` to `session` (see lib/service.js). */
 export let attachSeam
 
+/**
+ * The types whose `data` the native seed checks read (the surface's, and the
+ * request header's provider/model checks, PUB 4.2). Every other seed event
+ * reaches them as its envelope with a stand-in `data`: its payload is the
+ * session's own object, never written from the native log, and is not turned
+ * into text (a 20,000-deep payload has no JSON text JSON.stringify can make).
+ */
+const READS_DATA = new Set([...NativeSession.surfaceEligibleTypes(VOCABULARY), 'request/header'])
+
+/** The JSON text of seed event `event` that the native checks read. */
+function checkedText(event) {
+  if (READS_DATA.has(event?.type)) return JSON.stringify(event)
+  const { data, ...envelope } = event
+  if (data !== undefined) envelope.data = 0
+  return JSON.stringify(envelope)
+}
+
 /** The TypeError the TypeScript core throws on reading `type` of a null seed entry. */
 const nullEntry = () => new TypeError("Cannot read properties of null (reading 'type')")
 
@@ -123,7 +140,7 @@ export class Session {
     }
     const native = this.#native
     for (let from = 0; from < events.length; from += SEED_SLICE) {
-      native.seedJson(JSON.stringify(events.slice(from, from + SEED_SLICE)), false)
+      native.seedJson(`[${events.slice(from, from + SEED_SLICE).map(checkedText).join(',')}]`, false)
     }
     native.finishSeed()
     if (refused !== undefined) throw refused()

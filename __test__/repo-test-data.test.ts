@@ -31,7 +31,9 @@ function tree(withShared: boolean): { repo: string; shared: string } {
   write(path.join(repo, 'test-data', 'fixtures', 'old.json'), 'gone upstream')
   write(path.join(repo, 'test-data', 'fixtures', 'logs', 'a.jsonl'), 'before')
   write(path.join(repo, 'test-data', 'bench', 'workload.mjs'), 'export {}')
+  write(path.join(repo, 'test-data', 'fixtures-published', 'logs', 'p.jsonl'), 'published')
   if (withShared) {
+    write(path.join(shared, 'fixtures-published', 'logs', 'p.jsonl'), 'published')
     write(path.join(shared, 'fixtures', 'same.json'), '1')
     write(path.join(shared, 'fixtures', 'logs', 'a.jsonl'), 'after')
     write(path.join(shared, 'fixtures', 'logs', 'b.jsonl'), 'new')
@@ -45,7 +47,7 @@ const refresh = (repo: string, ...args: string[]) =>
 
 describe('test data in the repository', () => {
   it('holds the fixtures and the workload the tests read', () => {
-    for (const f of ['fixtures/manifest.json', 'fixtures/load', 'fixtures/logs', 'fixtures/real', 'fixtures/expected', 'bench/workload.mjs']) {
+    for (const f of ['fixtures/manifest.json', 'fixtures/load', 'fixtures/logs', 'fixtures/real', 'fixtures/expected', 'bench/workload.mjs', 'fixtures-published/logs']) {
       expect(fs.existsSync(path.join(ROOT, 'test-data', f))).toBe(true)
     }
   })

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // `npm test` (pretest) on a checkout whose addon is not built: build it
 // first (`npm run build`, a release build, 1-3 min), or say in one line how
-// to when there is no Rust toolchain to build it with.
+// to when there is no Rust toolchain to build it with; and install the
+// published line's reference into test-published/ when it is not there.
 import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,6 +18,19 @@ function loads() {
     return true
   } catch {
     return false
+  }
+}
+
+// The published line's reference (test-published/: 0.1.1-rc.2 and its
+// peers, installed apart from the root; its tests diff against it).
+if (!existsSync(path.join(root, 'test-published', 'node_modules', '@deepseek-ai', 'dsh-session'))) {
+  console.error('dsh-session-native: installing the published line\'s reference into test-published/ (npm ci there)')
+  const ci = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: path.join(root, 'test-published'), stdio: 'inherit', shell: process.platform === 'win32',
+  })
+  if (ci.status !== 0) {
+    console.error('dsh-session-native: `npm ci` in test-published/ failed; see its output above')
+    process.exit(1)
   }
 }
 

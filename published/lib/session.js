@@ -16,7 +16,7 @@
 
 import { NativeSession, binding, fail } from './native.js'
 import { snapshotFrozenJsonValue, deepFreezeInPlace, deepFreezeFresh } from './json.js'
-import { deriveEventMessage, isSurfaceEligibleType } from './surface.js'
+import { deriveEventMessage } from './surface.js'
 import { foldRequestHeader } from './request-header.js'
 
 const VOCABULARY = 'published'
@@ -39,7 +39,8 @@ export let attachSeam
  * session's own object, never written from the native log, and is not turned
  * into text (a 20,000-deep payload has no JSON text JSON.stringify can make).
  */
-const READS_DATA = new Set([...NativeSession.surfaceEligibleTypes(VOCABULARY), 'request/header'])
+const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes(VOCABULARY))
+const READS_DATA = new Set([...SURFACE_TYPES, 'request/header'])
 
 /** The JSON text of seed event `event` that the native checks read. */
 function checkedText(event) {
@@ -177,11 +178,13 @@ export class Session {
     const event = freeze({ type, seq, time: Date.now(), data: copy, ...metaCopy })
     const hasMeta = metaCopy.sourceEventSeqs !== undefined || metaCopy.surfaceOp !== undefined
     const native = this.#native
-    const needsNative = hasMeta || isSurfaceEligibleType(type)
+    const needsNative = hasMeta || SURFACE_TYPES.has(type)
     const seam = this.#seam
     const held = seam !== undefined
+    // Of a live event's payload the native log reads only a tool/result's
+    // (the replacement rule compares it with the node it replaces, PUB 6).
     const effect = needsNative
-      ? native.append(type, seq, hasMeta ? JSON.stringify(metaCopy) : null, JSON.stringify(copy), held)
+      ? native.append(type, seq, hasMeta ? JSON.stringify(metaCopy) : null, type === 'tool/result' ? JSON.stringify(copy) : null, held)
       : 0
     if (held) {
       this.#appending = true

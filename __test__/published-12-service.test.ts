@@ -403,3 +403,38 @@ describe('PUB 12.5 / 12.6 fork', () => {
     expect((o as Any).value).toEqual(['seed user/message at index 0 lacks an identified message', 1])
   })
 })
+
+describe('PUB 12 (SPEC 10 seam): publication through the store', () => {
+  it('SPEC 4 step 4: an append from a session/event observer is refused; the observer sees each committed event once', async () => {
+    const { o, r } = await both((ctx) => {
+      const seen: Any[] = []
+      const errors: string[] = []
+      const s = ctx.sessions.create('a')
+      ctx.on('session/event', (session: Any, event: Any) => {
+        seen.push([session.id, event.type, event.seq])
+        if (event.type === 'x/one') {
+          try { session.append('x/two', {}) } catch (e) { errors.push((e as Error).message) }
+        }
+      })
+      s.append('x/one', {})
+      s.append('x/three', {})
+      return { seen, errors, types: s.events.map((e: Any) => e.type) }
+    })
+    expect((o as Any).value).toEqual((r as Any).value)
+    expect((r as Any).value.errors).toEqual(['session append cannot reenter while another append is being published'])
+  })
+
+  it('PUB 12.3: create announces (session/created) and disposal removes the session (session/disposed)', async () => {
+    const { o, r } = await both(async (ctx) => {
+      const log: string[] = []
+      ctx.on('session/created', (s: Any) => { log.push(`created ${s.id}`) })
+      ctx.on('session/disposed', (s: Any) => { log.push(`disposed ${s.id}`) })
+      const fiber = await ctx.plugin({ name: 'owner', inject: ['sessions'], apply: (c: Any) => { c.sessions.create('a'); c.sessions.create('b', { seed: [] }) } })
+      const before = ctx.sessions.list().map((s: Any) => s.id)
+      await fiber.dispose()
+      return { log, before, after: ctx.sessions.list().length }
+    })
+    expect((o as Any).value).toEqual((r as Any).value)
+    expect((r as Any).value.before).toEqual(['a', 'b'])
+  })
+})

@@ -202,6 +202,7 @@ function track(st: State, type: string, data: Any) {
 const stores: { o?: Any; r?: Any } = {}
 let runNo = 0
 let seeded = 0
+let packedRows = 0
 
 async function storeCtx(cordis: Any, Store: Any): Promise<Any> {
   const ctx = new cordis.Context()
@@ -261,8 +262,20 @@ function compareFinal(so: Any, sr: Any) {
     expect(fo.value.surface.replaceGeneration).toBe(fr.value.surface.replaceGeneration)
   }
 
-  // packed rows, byte for byte
-  expect(JSON.stringify(ours.packChunkRuns(JSON.parse(JSON.stringify(events))))).toBe(JSON.stringify(ref.packChunkRuns(JSON.parse(JSON.stringify(events)))))
+  // a re-seed from each side's own live (frozen) events
+  const lo = outcome(() => ours.Session.create('s', so.events))
+  const lr = outcome(() => ref.Session.create('s', sr.events))
+  sameOutcome(lo, lr, 'Session.create from live events')
+  if (lo.ok && lr.ok) expect(noTime(lo.value.events)).toEqual(noTime(lr.value.events))
+
+  // packed rows, byte for byte, and their decoding back to the events
+  const packedO = JSON.stringify(ours.packChunkRuns(JSON.parse(JSON.stringify(events))))
+  expect(packedO).toBe(JSON.stringify(ref.packChunkRuns(JSON.parse(JSON.stringify(events)))))
+  const decodedO = JSON.parse(packedO).flatMap((row: Any) => ours.decodeStorageRecord(row))
+  const decodedR = JSON.parse(packedO).flatMap((row: Any) => ref.decodeStorageRecord(row))
+  expect(JSON.stringify(decodedO)).toBe(JSON.stringify(decodedR))
+  expect(JSON.stringify(decodedO)).toBe(JSON.stringify(events))
+  if (packedO.includes('-chunks"')) packedRows++
   return { events, seedable: ro.ok && rr.ok }
 }
 
@@ -287,6 +300,11 @@ describe('PUB 4–9, 12.5, 14.2 differential properties', () => {
           const o = outcome(() => so.append(type, data, opts))
           const r = outcome(() => sr.append(type, data, opts))
           sameOutcome(o, r, what)
+          if (o.ok && r.ok) {
+            expect(noTime([o.value])).toEqual(noTime([r.value]))
+            expect(Object.keys(o.value)).toEqual(Object.keys(r.value))
+            expect(o.value).toBe(so.events[so.events.length - 1])
+          }
           if (r.ok) { accepted++; track(st, type, data) } else rejected++
         }
       }
@@ -298,6 +316,7 @@ describe('PUB 4–9, 12.5, 14.2 differential properties', () => {
     expect(toolReplaced).toBeGreaterThan(5)
     expect(accepted).toBeGreaterThan(500)
     expect(seeded).toBeGreaterThan(20)
+    expect(packedRows).toBeGreaterThan(20)
     expect(rejected).toBeGreaterThan(50)
   })
 
@@ -369,6 +388,7 @@ describe('PUB 4–9, 12.5, 14.2 differential properties', () => {
         expect(Object.keys(co.header)).toEqual(Object.keys(cr.header))
         expect(co.id).toBe(cr.id)
         expect([...co.surface.nodes]).toEqual([...cr.surface.nodes])
+        expect(JSON.stringify(co.deriveMessages())).toBe(JSON.stringify(cr.deriveMessages()))
       }
       }
       // by id, and an unknown source
@@ -389,6 +409,10 @@ describe('PUB 9 interruptedTurnClosers over unchecked appended payloads (known g
     ['tool/result without message', [{ type: 'tool/result', seq: 0, time: 0, data: { turn: 0, step: 0, note: 'bad' }, surfaceOp: 'append' }]],
     ['open turn, tool/result with message {}', [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }, { type: 'tool/result', seq: 1, time: 0, data: { turn: 1, step: 0, message: {} }, surfaceOp: 'append' }]],
     // ours: source.callId null and id "interrupted-tool-result-null-2"; reference: callId absent and "...-undefined-2"
+    // ours: step/end data {turn, step: null}; reference: {turn} (step absent, as the source's undefined)
+    ['open step whose step/start has no step', [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }, { type: 'step/start', seq: 1, time: 0, data: { turn: 1 } }]],
+    // ours: the closer's data.step null; reference: step absent
+    ['a pending call from an assistant/message with no step', [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }, { type: 'assistant/message', seq: 1, time: 0, data: { turn: 1, message: { id: 'm', content: [{ type: 'tool-call', id: 'c', name: 'f', arguments: '{}' }] } }, surfaceOp: 'append' }]],
     ['open turn, a tool-call block without id', [{ type: 'turn/start', seq: 0, time: 0, data: { turn: 1 } }, { type: 'assistant/message', seq: 1, time: 0, data: { turn: 1, step: 0, message: { content: [{ type: 'tool-call' }] } }, surfaceOp: 'append' }]],
   ]
   for (const [name, events] of cases) {

@@ -462,6 +462,23 @@ describe('PUB 8 requestHeader and requestContext', () => {
   })
 })
 
+// DISCREPANCY (PUB 8, TS-violating input): tools that are non-array objects or numbers of the same
+// length-less kind: the reference calls .every on them and throws a TypeError ("at.every is not a
+// function"); ours answers true.
+describe('PUB 8 headerEquals over non-array tools (known gap)', () => {
+  for (const [a, b] of [[{ config: {}, tools: 1 }, { config: {}, tools: 0 }], [{ config: {}, tools: {} }, { config: {}, tools: {} }]] as Any[]) {
+    it.fails(`PUB 8: headerEquals(${JSON.stringify(a)}, ${JSON.stringify(b)}) as the reference (TypeError)`, () => {
+      expect(() => ref.headerEquals(a, b)).toThrow(TypeError)
+      expect(() => ours.headerEquals(a, b)).toThrow(TypeError)
+    })
+  }
+  it('PUB 8: headerEquals over other malformed tools agrees', () => {
+    for (const [a, b] of [[{ config: {}, tools: 'ab' }, { config: {} }], [{ config: {}, tools: 1 }, { config: {} }], [{ config: {}, tools: [1] }, { config: {}, tools: 1 }]] as Any[]) {
+      expect(ours.headerEquals(a, b)).toBe(ref.headerEquals(a, b))
+    }
+  })
+})
+
 describe('PUB 9 interruptedTurnClosers', () => {
   const closers = (events: Any[]) => {
     const x = both((m) => m.interruptedTurnClosers(JSON.parse(JSON.stringify(events))))

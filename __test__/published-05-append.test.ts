@@ -215,6 +215,43 @@ describe('PUB 5 append', () => {
   })
 })
 
+describe('PUB 5 exotic options and data agree with the reference', () => {
+  const u = () => ({ id: 'u', role: 'user', content: [], source: { kind: 'user' } })
+  const optsCases: Any[] = [
+    { surfaceOp: { op: 'replace', start: 0, end: 0, x: undefined }, sourceEventSeqs: [0] },
+    { surfaceOp: 'append', sourceEventSeqs: undefined },
+    { surfaceOp: undefined },
+    { get surfaceOp() { return 'append' } },
+    Object.create({ surfaceOp: 'append' }),
+    { surfaceOp: new String('append') },
+    { surfaceOp: Object.assign(Object.create(null), { op: 'replace', start: 0, end: 0 }), sourceEventSeqs: [0] },
+    { surfaceOp: { op: 'replace', start: 0, end: 0 }, sourceEventSeqs: Object.assign([0], { extra: 1 }) },
+    { surfaceOp: { op: 'replace', start: 0, end: 0 }, sourceEventSeqs: new Uint8Array([0]) },
+    'append', 5, true, [],
+  ]
+  optsCases.forEach((opts, k) => {
+    it(`PUB 5: opts case ${k}`, () => {
+      const { o, r } = both((m) => {
+        const s = m.Session.create('s')
+        s.append('user/message', u(), { surfaceOp: 'append' })
+        const e = s.append('user/message', u(), opts)
+        return { keys: Object.keys(e), surfaceOp: e.surfaceOp, src: e.sourceEventSeqs, nodes: [...s.surface.nodes] }
+      })
+      if (o.ok && r.ok) expect(o.value).toEqual(r.value)
+    })
+  })
+  const dataCases: Any[] = [Object.create({ a: 1 }), Object.assign([1], { x: 1 }), new Date(0), { toJSON() { return 1 } }, new Proxy({ a: 1 }, {}), Object.freeze({ a: [1] }), { a: new Number(1) }, { s: '\ud800' }, { b: 1, 2: 1, a: 1 }, { n: 2 ** 53, m: 1e308, k: 5e-324 }]
+  dataCases.forEach((data, k) => {
+    it(`PUB 5 / PUB 3: data case ${k}`, () => {
+      const { o, r } = both((m) => {
+        const e = m.Session.create('s').append('x/y', data)
+        return { json: JSON.stringify(e.data), keys: Object.keys(e.data), frozen: Object.isFrozen(e.data), same: e.data === data }
+      })
+      if (o.ok && r.ok) expect(o.value).toEqual(r.value)
+    })
+  })
+})
+
 describe('PUB 6 surface', () => {
   it('PUB 6 / SPEC 5: eligibility messages', () => {
     lastRejects([['turn/start', { turn: 1 }, A]], 'session event "turn/start" is not surface-eligible and cannot carry surfaceOp')

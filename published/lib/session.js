@@ -122,22 +122,19 @@ export class Session {
    * reported only after the native checks of the entries before it passed.
    */
   #seed(seed, restore) {
-    const events = restore ? Array.from(seed) : []
+    const events = []
     let refused
-    if (!restore) {
-      for (const entry of seed) {
-        const copy = snapshotFrozenJsonValue(entry)
-        if (copy === undefined) {
-          refused = () => fail(`seed event at index ${events.length} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
-          break
-        }
-        events.push(copy)
+    // `entries()`, as the TypeScript core reads a seed: a hole is an undefined entry.
+    for (const [, entry] of seed.entries()) {
+      const copy = restore ? entry : snapshotFrozenJsonValue(entry)
+      if (copy === undefined || copy === null) {
+        const index = events.length
+        refused = copy === null
+          ? nullEntry
+          : () => fail(`seed event at index ${index} is not losslessly JSON-serializable`, 'NOT_LOSSLESS_JSON')
+        break
       }
-    }
-    const nullAt = events.indexOf(null)
-    if (nullAt >= 0) {
-      events.length = nullAt
-      refused = nullEntry
+      events.push(copy)
     }
     const native = this.#native
     for (let from = 0; from < events.length; from += SEED_SLICE) {

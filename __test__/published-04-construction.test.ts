@@ -4,22 +4,9 @@
 // same accept/reject and the same message. Our errors additionally carry a
 // stable `code` (/^[A-Z_]+$/); upstream's carry none.
 import { describe, expect, it } from 'vitest'
-// @ts-ignore -- plain JS
-import * as ours from '../published/lib/index.js'
-// @ts-ignore -- the reference tree
-import * as ref from '../test-published/node_modules/@deepseek-ai/dsh-session/lib/index.js'
+import { type Any, type Outcome, outcome, noTime, ours, ref } from './published-helpers.js'
 
-type Any = any
 type Mod = typeof ours
-type Outcome = { ok: true; value: Any } | { ok: false; error: Any }
-
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { ok: true, value: fn() }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
 
 /** Run `fn` on both packages; same accept/reject, same message, TypeError alike; codes as the brief says. */
 function both(fn: (m: Mod) => unknown): { o: Outcome; r: Outcome } {
@@ -54,8 +41,6 @@ function accepts(fn: (m: Mod) => unknown): { o: Any; r: Any } {
   expect(r.ok).toBe(true)
   return { o: (o as Any).value, r: (r as Any).value }
 }
-
-const noTime = (events: readonly Any[]) => events.map(({ time, ...rest }) => rest)
 
 // ---- seed builders (deep, fresh each call: fromRestore freezes its input) ----
 const H = (extra: Any = {}): Any => ({ version: 0, id: 's', createdAt: 5, ...extra })

@@ -7,41 +7,16 @@
 // @deepseek-ai/dsh-session@0.1.1-rc.2: the same accept/reject and message; our
 // errors also carry a stable `code`, upstream's none.
 import { describe, expect, it } from 'vitest'
-// @ts-ignore -- plain JS
-import * as ours from '../published/lib/index.js'
-// @ts-ignore -- the reference tree
-import * as ref from '../test-published/node_modules/@deepseek-ai/dsh-session/lib/index.js'
+import { type Any, type Outcome, outcome, sameOutcome, noTime, ours, ref } from './published-helpers.js'
 
-type Any = any
 type Mod = typeof ours
-type Outcome = { ok: true; value: Any } | { ok: false; error: Any }
 
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { ok: true, value: fn() }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-function sameOutcome(o: Outcome, r: Outcome, what = '') {
-  if (!r.ok) {
-    expect(o.ok, `${what}: reference rejected with ${r.error?.message}`).toBe(false)
-    if (o.ok) return
-    expect(o.error.message, what).toBe(r.error.message)
-    expect(o.error instanceof TypeError, what).toBe(r.error instanceof TypeError)
-    expect(r.error.code).toBeUndefined()
-    if (!(r.error instanceof TypeError)) expect(o.error.code, what).toMatch(/^[A-Z_]+$/)
-  } else {
-    expect(o.ok, `${what}: ours rejected with ${(o as Any).error?.message}`).toBe(true)
-  }
-}
 function both(fn: (m: Mod) => unknown): { o: Outcome; r: Outcome } {
   const o = outcome(() => fn(ours))
   const r = outcome(() => fn(ref))
   sameOutcome(o, r)
   return { o, r }
 }
-const noTime = (events: readonly Any[]) => events.map(({ time, ...rest }) => rest)
 
 type Step = [string, Any, Any?]
 /** Append `steps` to a fresh session of each package (seeded with `seed`): each step's outcome compared. */

@@ -6,46 +6,13 @@
 // lookup with a fake `typert` service, and the fork rule's cases.
 import { describe, expect, it } from 'vitest'
 import * as rootCordis from '@deepseek-ai/cordis'
-// @ts-ignore -- plain JS
-import * as ours from '../published/lib/index.js'
+import { type Any, type Outcome, outcomeAsync, sameOutcome, noTime, ours, ref } from './published-helpers.js'
 // @ts-ignore -- the reference tree
 import * as refCordis from '../test-published/node_modules/@deepseek-ai/cordis/lib/index.js'
-// @ts-ignore -- the reference tree
-import * as ref from '../test-published/node_modules/@deepseek-ai/dsh-session/lib/index.js'
 
-type Any = any
-type Outcome = { ok: true; value: Any } | { ok: false; error: Any }
 interface World { label: string; cordis: Any; mod: Any }
 const OURS: World = { label: 'ours', cordis: rootCordis, mod: ours }
 const REF: World = { label: 'reference', cordis: refCordis, mod: ref }
-
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { ok: true, value: fn() }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-async function outcomeAsync(fn: () => Promise<unknown>): Promise<Outcome> {
-  try {
-    return { ok: true, value: await fn() }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-function sameOutcome(o: Outcome, r: Outcome, what = '') {
-  if (!r.ok) {
-    expect(o.ok, `${what}: reference rejected with ${r.error?.message}`).toBe(false)
-    if (o.ok) return
-    expect(o.error.message, what).toBe(r.error.message)
-    expect(o.error instanceof TypeError, what).toBe(r.error instanceof TypeError)
-    if (r.error.code !== undefined) expect(o.error.code, what).toBe(r.error.code)
-    else if (!(r.error instanceof TypeError)) expect(o.error.code, what).toMatch(/^[A-Z_]+$/)
-  } else {
-    expect(o.ok, `${what}: ours rejected with ${(o as Any).error?.message}`).toBe(true)
-  }
-}
-const noTime = (events: readonly Any[]) => events.map(({ time, ...rest }) => rest)
 
 async function setup(world: World): Promise<Any> {
   const ctx = new world.cordis.Context()

@@ -12,37 +12,12 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import * as rootCordis from '@deepseek-ai/cordis'
-// @ts-ignore -- plain JS
-import * as ours from '../published/lib/index.js'
+import { type Any, type Outcome, outcome, sameOutcome, noTime, ours, ref } from './published-helpers.js'
 // @ts-ignore -- the reference tree
 import * as refCordis from '../test-published/node_modules/@deepseek-ai/cordis/lib/index.js'
-// @ts-ignore -- the reference tree
-import * as ref from '../test-published/node_modules/@deepseek-ai/dsh-session/lib/index.js'
 
-type Any = any
 type Mod = typeof ours
-type Outcome = { ok: true; value: Any } | { ok: false; error: Any }
 
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return { ok: true, value: fn() }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-function sameOutcome(o: Outcome, r: Outcome, what: string) {
-  if (!r.ok) {
-    expect(o.ok, `${what}: reference rejected with ${r.error?.message}`).toBe(false)
-    if (o.ok) return
-    expect(o.error.message, what).toBe(r.error.message)
-    expect(o.error instanceof TypeError, what).toBe(r.error instanceof TypeError)
-    if (r.error.code !== undefined) expect(o.error.code, what).toBe(r.error.code)
-    else if (!(r.error instanceof TypeError)) expect(o.error.code, what).toMatch(/^[A-Z_]+$/)
-  } else {
-    expect(o.ok, `${what}: ours rejected with ${(o as Any).error?.message}`).toBe(true)
-  }
-}
-const noTime = (events: readonly Any[]) => events.map(({ time, ...rest }) => rest)
 /** The same events with deterministic times (some negative), as plain JSON. */
 const normalized = (events: readonly Any[]) => JSON.parse(JSON.stringify(events)).map((e: Any, i: number) => ({ ...e, time: 1000 + ((i * 7) % 5) - 3 }))
 

@@ -167,18 +167,21 @@ describe('PUB 8 request headers', () => {
   })
 })
 
-describe('PUB 5 / PUB 4.2 legacy messages', () => {
-  it('PUB 5: append messages', () => {
-    expect(rh.legacyAppendMessage('request/header-delta', {})).toBe('session event "request/header-delta" uses unsupported legacy request/header-delta format')
-    expect(rh.legacyAppendMessage('request/header', { reason: 'fallback' })).toBe('session event "request/header" uses unsupported legacy request/header reason "fallback"')
-    expect(rh.legacyAppendMessage('request/header', Object.assign([], { reason: 'fallback' }))).toBeUndefined()
-    expect(rh.legacyAppendMessage('request/header', null)).toBeUndefined()
-    expect(rh.legacyAppendMessage('x/y', { reason: 'fallback' })).toBeUndefined()
+describe('PUB 5 / PUB 4.2 legacy messages (the native rule, through the Session)', () => {
+  const header = (reason: string) => ({ header: { config: { provider: 'p', model: 'm' } }, reason })
+  it('PUB 5: append messages', async () => {
+    const { Session } = await import('../published/lib/index.js' as string)
+    const s = Session.create('legacy')
+    expect(() => s.append('request/header-delta', {})).toThrow('session event "request/header-delta" uses unsupported legacy request/header-delta format')
+    expect(() => s.append('request/header', header('fallback'))).toThrow('session event "request/header" uses unsupported legacy request/header reason "fallback"')
+    expect(() => s.append('x/y', { reason: 'fallback' })).not.toThrow()
+    expect(() => s.append('request/header', header('change'))).not.toThrow()
   })
-  it('PUB 4.2: seed messages', () => {
-    expect(rh.legacySeedDeltaMessage(3, 'request/header-delta')).toBe('seed event at index 3 uses unsupported legacy request/header-delta format')
-    expect(rh.legacySeedDeltaMessage(3, 'request/header')).toBeUndefined()
-    expect(rh.legacySeedReasonMessage(2, 'request/header', { reason: 'fallback' })).toBe('seed event at index 2 uses unsupported legacy request/header reason "fallback"')
-    expect(rh.legacySeedReasonMessage(2, 'request/header', { reason: 'change' })).toBeUndefined()
+  it('PUB 4.2: seed messages', async () => {
+    const { Session } = await import('../published/lib/index.js' as string)
+    const ev = (type: string, data: unknown) => ({ type, seq: 0, time: 1, data })
+    expect(() => Session.create('legacy', [ev('request/header-delta', {})])).toThrow('seed event at index 0 uses unsupported legacy request/header-delta format')
+    expect(() => Session.create('legacy', [ev('request/header', header('fallback'))])).toThrow('seed event at index 0 uses unsupported legacy request/header reason "fallback"')
+    expect(Session.create('legacy', [ev('request/header', header('change'))]).events.length).toBe(2)
   })
 })

@@ -1,6 +1,7 @@
-// Request headers (PUB 8, SPEC 7) and the legacy request vocabulary (PUB 4.2,
-// PUB 5). Plain JavaScript with no imports: the config comparison is the
-// contract's field-wise rule, written here instead of importing dsh-llm.
+// Request headers (PUB 8, SPEC 7); the legacy request vocabulary's rule is
+// the native core's (event::refuse_legacy). Plain JavaScript with no
+// imports: the config comparison is the contract's field-wise rule, written
+// here instead of importing dsh-llm.
 
 /** PUB 8: `{config, adapterDefaults?, system?, tools?}`, in that key order. */
 export function canonicalHeader(header) {
@@ -42,35 +43,4 @@ export function foldRequestHeader(events, from) {
     if (event.type === 'request/header') state = canonicalHeader(event.data.header)
   }
   return state
-}
-
-const DELTA = 'request/header-delta'
-
-function isFallback(type, data) {
-  return type === 'request/header' && typeof data === 'object' && data !== null && !Array.isArray(data)
-    && data.reason === 'fallback'
-}
-
-/**
- * PUB 5: the legacy message for an append of `type`/`data`, or undefined.
- * (The caller throws `new Error(message)`.)
- */
-export function legacyAppendMessage(type, data) {
-  if (type === DELTA) return `session event "${type}" uses unsupported legacy request/header-delta format`
-  if (isFallback(type, data)) {
-    return 'session event "request/header" uses unsupported legacy request/header reason "fallback"'
-  }
-  return undefined
-}
-
-/** PUB 4.2 step 2: the delta message for seed entry `index`, or undefined (checked before the envelope). */
-export function legacySeedDeltaMessage(index, type) {
-  return type === DELTA ? `seed event at index ${index} uses unsupported legacy request/header-delta format` : undefined
-}
-
-/** PUB 4.2 step 4: the fallback message for seed entry `index`, or undefined. */
-export function legacySeedReasonMessage(index, type, data) {
-  return isFallback(type, data)
-    ? `seed event at index ${index} uses unsupported legacy request/header reason "fallback"`
-    : undefined
 }

@@ -15,7 +15,7 @@
 // (SPEC 10) is the one store entry a session is attached to (lib/service.js).
 
 import { NativeSession, binding, fail } from './native.js'
-import { snapshotFrozenJsonValue, deepFreezeInPlace, deepFreezeFresh } from './json.js'
+import { snapshotFrozenJsonValue, deepFreezeFresh } from './json.js'
 import { deriveEventMessage } from './surface.js'
 import { foldRequestHeader } from './request-header.js'
 
@@ -42,13 +42,34 @@ export let attachSeam
 const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes(VOCABULARY))
 const READS_DATA = new Set([...SURFACE_TYPES, 'request/header'])
 
+/** `{"type":<type>,"seq":` by type: the start of an envelope's text. */
+const envelopeStarts = new Map()
+
 /** The JSON text of seed event `event` that the native checks read. */
 function checkedText(event) {
-  if (READS_DATA.has(event?.type)) return JSON.stringify(event)
+  const type = event?.type
+  if (READS_DATA.has(type)) return JSON.stringify(event)
+  // An event of exactly the keys `type, seq, time, data`, in that order, is
+  // written directly (most of a log: chunks, steps, turns); the text is the
+  // same JSON.stringify gives the envelope below.
+  let keys = 0
+  for (const key in event) {
+    if (key !== ENVELOPE_KEYS[keys]) {
+      keys = -1
+      break
+    }
+    keys++
+  }
+  if (keys === 4 && typeof type === 'string' && event.data !== undefined) {
+    let start = envelopeStarts.get(type)
+    if (start === undefined) envelopeStarts.set(type, (start = `{"type":${JSON.stringify(type)},"seq":`))
+    return `${start}${JSON.stringify(event.seq)},"time":${JSON.stringify(event.time)},"data":0}`
+  }
   const { data, ...envelope } = event
   if (data !== undefined) envelope.data = 0
   return JSON.stringify(envelope)
 }
+const ENVELOPE_KEYS = ['type', 'seq', 'time', 'data']
 
 /** The TypeError the TypeScript core throws on reading `type` of a null seed entry. */
 const nullEntry = () => new TypeError("Cannot read properties of null (reading 'type')")
@@ -113,7 +134,7 @@ export class Session {
       throw fail('session header is not a plain JSON record', 'INVALID_HEADER')
     }
     this.#native.setHeader(JSON.stringify(header))
-    return deepFreezeInPlace(header)
+    return deepFreezeFresh(header)
   }
 
   /**
@@ -137,13 +158,18 @@ export class Session {
       events.push(copy)
     }
     const native = this.#native
+    // A long seed is checked on the native seed helper, a slice while JS
+    // writes the text of the next; `finishSeed` waits and throws the first error.
+    const helped = events.length > SEED_SLICE
     for (let from = 0; from < events.length; from += SEED_SLICE) {
-      native.seedJson(`[${events.slice(from, from + SEED_SLICE).map(checkedText).join(',')}]`, false)
+      native.seedJson(`[${events.slice(from, from + SEED_SLICE).map(checkedText).join(',')}]`, helped)
     }
     native.finishSeed()
     if (refused !== undefined) throw refused()
     const log = this.#events
-    for (const event of events) log.push(restore ? deepFreezeInPlace(event) : event)
+    // A restored graph is the caller's, handed over fresh (as JSON.parse
+    // makes it): frozen in place, down to any part that is frozen already.
+    for (const event of events) log.push(restore ? deepFreezeFresh(event) : event)
   }
 
   get id() { return this.header.id }

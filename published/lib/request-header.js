@@ -31,9 +31,7 @@ export function headerEquals(a, b) {
     || a.system !== b.system) return false
   const at = a.tools ?? []
   const bt = b.tools ?? []
-  if (at.length !== bt.length) return false
-  for (let i = 0; i < at.length; i++) if (JSON.stringify(at[i]) !== JSON.stringify(bt[i])) return false
-  return true
+  return at.length === bt.length && at.every((tool, i) => JSON.stringify(tool) === JSON.stringify(bt[i]))
 }
 
 /** SPEC 7: the canonical header of the latest `request/header`, else `from`. */

@@ -155,7 +155,7 @@ impl NativeSession {
             Ok(FlushSource {
                 token: self.token,
                 header: self.log.header().clone(),
-                prefix: self.log.shared_texts(),
+                prefix: self.log.shared_texts()?,
             })
         })
     }
@@ -273,7 +273,7 @@ impl NativeSession {
         call(&env, || {
             self.log.compress_texts(COMPRESS_MIN_BYTES);
             let picks = self.log.payload_picks(&seqs);
-            crate::log::payloads(&self.log.texts, &picks)
+            crate::log::payloads(self.log.given_texts("payloads")?, &picks)
         })
     }
 
@@ -284,6 +284,7 @@ impl NativeSession {
     #[napi(js_name = "runEnds")]
     pub fn run_ends(&self, env: Env, seqs: Uint32Array, max_bytes: u32) -> Result<Vec<u32>> {
         call(&env, || {
+            self.log.given_texts("runEnds")?;
             let mut ends = Vec::new();
             let mut bytes = 0usize;
             for (i, &seq) in seqs.iter().enumerate() {

@@ -53,10 +53,10 @@ impl Log {
         // replace by one is checked against the node it rewrites. A fork's
         // replay of its parent's appends passes none: the parent's is kept.
         let mut kept = None;
-        if self.vocab.tool_result_rewrite && kind == Kind::ToolResult && plan.op.is_some() {
+        if self.vocab.keeps_payload(kind) && plan.op.is_some() {
             let data = match data {
                 Some(d) => d.to_string(),
-                None => self.live_results.get(&seq).cloned().ok_or_else(|| {
+                None => self.kept_payloads.get(&seq).cloned().ok_or_else(|| {
                     CoreError::new(
                         Code::InvalidArgument,
                         format!("session event \"{ty}\" at seq {seq}: the published line's tool/result append needs its data"),
@@ -73,8 +73,8 @@ impl Log {
     /// since `prepare`.
     pub fn commit_prepared(&mut self, p: Prepared) {
         match p.kept {
-            Some(data) => self.live_results.insert(p.plan.seq, data),
-            None => self.live_results.remove(&p.plan.seq),
+            Some(data) => self.kept_payloads.insert(p.plan.seq, data),
+            None => self.kept_payloads.remove(&p.plan.seq),
         };
         self.apply(p.plan, p.kind);
     }

@@ -12,6 +12,12 @@
 //! - `resume`: a JSONL log read while it is handed over (`Session.fromJsonl`);
 //! - `live`: live appends (validate, commit);
 //! - `project`: what the log gives out (event texts, JSONL, closers).
+//!
+//! A log whose vocabulary does not keep texts (`Vocabulary::keeps_texts`:
+//! the published line's, whose events are the JS session's objects) keeps
+//! no event text, only the payloads its rules read later
+//! (`Vocabulary::kept_payloads`, seeded and live in one map); every method
+//! that gives texts out refuses it with `INVALID_ARGUMENT` (`given_texts`).
 
 mod live;
 mod metas;
@@ -158,9 +164,10 @@ pub struct Log {
     pub(crate) request_header: Option<u64>,
     /// The vocabulary whose rules this log keeps.
     pub(crate) vocab: &'static Vocabulary,
-    /// Payloads of the live `tool/result` events (after the texts), kept
-    /// only when the vocabulary's `tool/result` replacement rule reads them.
-    pub(crate) live_results: BTreeMap<u64, String>,
+    /// Payloads of the surface events of the vocabulary's `kept_payloads`
+    /// kinds that have no text here (live ones; seeded ones too when the
+    /// log keeps no texts): what its `tool/result` replacement rule reads.
+    pub(crate) kept_payloads: BTreeMap<u64, String>,
 }
 
 impl Log {
@@ -171,7 +178,7 @@ impl Log {
     pub fn with_vocabulary(header: SessionHeader, vocab: &'static Vocabulary) -> Log {
         Log {
             vocab,
-            live_results: BTreeMap::new(),
+            kept_payloads: BTreeMap::new(),
             header,
             metas: metas::Metas::default(),
             texts: Arc::default(),
@@ -205,7 +212,22 @@ impl Log {
     }
 
     pub fn text(&self, seq: usize) -> CoreResult<Text<'_>> {
-        self.texts.get(seq)
+        self.given_texts("text")?.get(seq)
+    }
+
+    /// The texts, for `what` (a method that gives them out); a log whose
+    /// vocabulary keeps none refuses it rather than give out none.
+    pub(crate) fn given_texts(&self, what: &str) -> CoreResult<&Arc<Texts>> {
+        match self.vocab.keeps_texts {
+            true => Ok(&self.texts),
+            false => Err(CoreError::new(
+                Code::InvalidArgument,
+                format!(
+                    "{what}: a {} session's native log keeps no event texts (its events are the JS session's)",
+                    self.vocab.name
+                ),
+            )),
+        }
     }
 
     /// The texts, to change them: only while the log is being built (a
@@ -215,8 +237,8 @@ impl Log {
     }
 
     /// The texts, shared (a store's flush reads them on its own thread).
-    pub fn shared_texts(&self) -> Arc<Texts> {
-        self.texts.clone()
+    pub fn shared_texts(&self) -> CoreResult<Arc<Texts>> {
+        self.given_texts("flushSource").cloned()
     }
 
     /// Start compressing the texts that wait for it, on a helper thread,
@@ -250,7 +272,7 @@ impl Log {
     }
 
     /// The payload of event `seq` when it is a `tool/result` (`None`:
-    /// another type), from its text or, live, as kept.
+    /// another type), from its text or, without one, as kept.
     pub(crate) fn result_data(&self, seq: u64) -> CoreResult<Option<String>> {
         if (seq as usize) < self.texts.len() {
             return match self.metas.get(seq as usize) {
@@ -260,7 +282,7 @@ impl Log {
                 _ => Ok(None),
             };
         }
-        Ok(self.live_results.get(&seq).cloned())
+        Ok(self.kept_payloads.get(&seq).cloned())
     }
 
     /// Commit an event's validated surface plan and header fold step.
@@ -302,6 +324,10 @@ impl Log {
             .map_err(|err| {
                 Some(err.map_message(|m| format!("invalid seed event at index {index}: {m}")))
             })?;
+        // Without its text, the payload a rule reads later is kept here.
+        if !self.vocab.keeps_texts && plan.op.is_some() && self.vocab.keeps_payload(e.kind) {
+            self.kept_payloads.insert(e.seq, e.data.to_string());
+        }
         self.metas.push(EventMeta {
             kind: e.kind,
             time: e.time,
@@ -319,7 +345,9 @@ impl Log {
         index: usize,
     ) -> Result<(), Option<CoreError>> {
         self.accept_read(read_event_in(text, index, self.vocab), index)?;
-        self.texts_mut().push(text);
+        if self.vocab.keeps_texts {
+            self.texts_mut().push(text);
+        }
         Ok(())
     }
 
@@ -347,7 +375,8 @@ impl Log {
     /// `len()`): their texts (shared, when all of them), kinds and times, and
     /// the surface and header fold replayed. The caller checked the boundary
     /// (`Session.fork`); a live session then replays its own appends after
-    /// `end` into the child.
+    /// `end` into the child. A log that keeps no texts gives none to its
+    /// child (its vocabulary's), only its kept payloads.
     pub fn fork_prefix(&self, end: usize, child: SessionHeader) -> CoreResult<Log> {
         let end = end.min(self.len());
         Ok(Log {
@@ -358,8 +387,9 @@ impl Log {
                 Arc::new(self.texts.prefix(end)?)
             },
             // A live session replays its appends after `end`: their
-            // payloads come along, as the parent kept them.
-            live_results: self.live_results.clone(),
+            // payloads come along, as the parent kept them (and, with no
+            // texts, those of the prefix).
+            kept_payloads: self.kept_payloads.clone(),
             ..self.replayed(end, child)?
         })
     }

@@ -12,6 +12,7 @@ impl Log {
     /// (ascending seqs whose payloads the caller holds parsed) has `null`
     /// for its `data`, so its payload is not parsed a second time.
     pub fn events_json(&self, from: usize, to: usize, held: &[u32]) -> CoreResult<String> {
+        self.given_texts("eventsJson")?;
         let to = to.min(self.texts.len());
         let from = from.min(to);
         let mut out = String::with_capacity(self.texts_bytes(from, to) + 2);
@@ -52,6 +53,7 @@ impl Log {
     }
     /// The whole log as the JSONL store writes it.
     pub fn to_jsonl(&self) -> CoreResult<String> {
+        self.given_texts("toJsonl")?;
         let mut out = String::with_capacity(self.jsonl_bytes());
         out.push_str(&self.header.line());
         out.push('\n');
@@ -64,6 +66,7 @@ impl Log {
 
     /// The section-8 closers for this log.
     pub fn closers(&self) -> CoreResult<Vec<String>> {
+        self.given_texts("closers")?;
         let from = self.metas.last_boundary().unwrap_or(0);
         let mut datas = Vec::with_capacity(self.texts.len().saturating_sub(from));
         for i in from..self.texts.len() {

@@ -302,6 +302,8 @@ impl Log {
         first_byte: usize,
         verify: &(dyn Fn(usize, &EventText<'_>) -> bool + Sync),
     ) -> Result<(), (usize, Option<CoreError>)> {
+        // A read keeps each text (a v0 log's: the reads are v0).
+        debug_assert!(self.vocab.keeps_texts);
         let first_index = self.len();
         let read = |i: usize| {
             let (s, e) = spans[i];

@@ -132,6 +132,17 @@ pub struct Vocabulary {
     pub fork: ForkRule,
     /// PUB 6's `tool/result` replacement rule applies.
     pub tool_result_rewrite: bool,
+    /// The log keeps the text of every event it is given (a seed, a read,
+    /// a fork's copy) and gives texts out (`eventsJson`, `payloads`,
+    /// `runEnds`, `toJsonl`, a flush, the closers). `false`: it keeps
+    /// none, only the payloads in `kept_payloads` (the published line's
+    /// events are the JS session's objects; its log only checks them).
+    pub keeps_texts: bool,
+    /// The kinds whose surface events' payloads the log keeps apart from
+    /// the texts, because a rule reads them later (PUB 6: a replaced
+    /// `tool/result` node's `data`): a live event's always, a seeded one's
+    /// when the log keeps no texts. One home for both.
+    pub kept_payloads: &'static [Kind],
 }
 
 impl Vocabulary {
@@ -150,6 +161,11 @@ impl Vocabulary {
 
     pub fn is_surface_type(&self, ty: &str) -> bool {
         self.is_surface(Kind::of(ty))
+    }
+
+    /// Whether the log keeps the payload of a surface event of `kind`.
+    pub fn keeps_payload(&self, kind: Kind) -> bool {
+        self.kept_payloads.contains(&kind)
     }
 
     pub fn seed_rule(&self, kind: Kind) -> Option<&'static SeedRule> {
@@ -243,6 +259,8 @@ pub static V0: Vocabulary = Vocabulary {
     },
     fork: ForkRule::BoundaryIsTurnEnd,
     tool_result_rewrite: false,
+    keeps_texts: true,
+    kept_payloads: &[],
 };
 
 const IDENTIFIED: Check = check(Predicate::MessageIdentified, "lacks an identified message");
@@ -355,6 +373,8 @@ pub static PUBLISHED: Vocabulary = Vocabulary {
     },
     fork: ForkRule::NotInsideOpenTurn,
     tool_result_rewrite: true,
+    keeps_texts: false,
+    kept_payloads: &[Kind::ToolResult],
 };
 
 #[cfg(test)]

@@ -100,8 +100,56 @@ fn the_envelope_takes_ignorable_true_and_any_safe_integer_time() {
     let mut log = log_of(&PUBLISHED);
     let turn = json!([{"type": "turn/start", "seq": 0, "time": -7, "data": {"turn": 1}}]);
     log.seed_json_array(&turn.to_string()).expect("seeded");
-    let closers = log.closers().expect("closers");
-    assert!(closers[0].contains("\"time\":-7"), "{closers:?}");
+    assert_eq!(log.metas.get(0).map(|m| m.time), Some(-7));
+}
+
+#[test]
+fn a_published_log_keeps_no_texts_only_the_payloads_its_rule_reads() {
+    // Every table whose replacement rule reads payloads keeps them.
+    for vocab in [&V0, &PUBLISHED] {
+        assert_eq!(
+            vocab.tool_result_rewrite,
+            vocab.keeps_payload(Kind::ToolResult)
+        );
+    }
+    let seed = json!([
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        user(1),
+        result(2, result_data("seeded"), json!("append")),
+    ]);
+    let mut log = log_of(&PUBLISHED);
+    log.seed_json_array(&seed.to_string()).expect("seeded");
+    assert_eq!((log.len(), log.texts_len()), (3, 0));
+    let kept: Vec<u64> = log.kept_payloads.keys().copied().collect();
+    assert_eq!(kept, vec![2]);
+    assert_eq!(
+        log.kept_payloads[&2],
+        serde_json::to_string(&result_data("seeded")).expect("JSON")
+    );
+    let refused = |r: CoreResult<String>| r.map_err(|e| (e.code(), e.message().to_string()));
+    let message = |what: &str| {
+        Err((
+            "INVALID_ARGUMENT",
+            format!("{what}: a published session's native log keeps no event texts (its events are the JS session's)"),
+        ))
+    };
+    assert_eq!(refused(log.events_json(0, 3, &[])), message("eventsJson"));
+    assert_eq!(refused(log.to_jsonl()), message("toJsonl"));
+    assert_eq!(refused(log.text(0).map(|t| t.to_string())), message("text"));
+    assert_eq!(
+        refused(log.closers().map(|c| c.join(","))),
+        message("closers")
+    );
+    assert_eq!(
+        refused(log.shared_texts().map(|_| String::new())),
+        message("flushSource")
+    );
+    // v0 keeps every text and no payload apart.
+    let mut v0 = log_of(&V0);
+    let e = json!([{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}]);
+    v0.seed_json_array(&e.to_string()).expect("seeded");
+    assert_eq!((v0.texts_len(), v0.kept_payloads.len()), (1, 0));
+    assert_eq!(v0.events_json(0, 1, &[]).expect("texts"), e.to_string());
 }
 
 #[test]

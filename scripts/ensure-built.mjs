@@ -21,20 +21,22 @@ function loads() {
   }
 }
 
-// The published line's reference (test-published/: 0.1.1-rc.2 and its
-// peers, installed apart from the root; its tests diff against it).
-if (!existsSync(path.join(root, 'test-published', 'node_modules', '@deepseek-ai', 'dsh-session'))) {
+/** The published line's reference (test-published/: 0.1.1-rc.2 and its peers, installed apart from the root; its tests diff against it). */
+function ensureReference() {
+  const dir = path.join(root, 'test-published')
+  if (!existsSync(path.join(dir, 'package.json')) || existsSync(path.join(dir, 'node_modules', '@deepseek-ai', 'dsh-session'))) return
   console.error('dsh-session-native: installing the published line\'s reference into test-published/ (npm ci there)')
-  const ci = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], {
-    cwd: path.join(root, 'test-published'), stdio: 'inherit', shell: process.platform === 'win32',
-  })
+  const ci = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit', shell: process.platform === 'win32' })
   if (ci.status !== 0) {
     console.error('dsh-session-native: `npm ci` in test-published/ failed; see its output above')
     process.exit(1)
   }
 }
 
-if (loads()) process.exit(0)
+if (loads()) {
+  ensureReference()
+  process.exit(0)
+}
 
 const cargo = spawnSync('cargo', ['--version'], { stdio: 'ignore', shell: process.platform === 'win32' })
 if (cargo.status !== 0) {
@@ -47,3 +49,4 @@ if (build.status !== 0 || !loads()) {
   console.error('dsh-session-native: `npm run build` failed; see its output above')
   process.exit(1)
 }
+ensureReference()

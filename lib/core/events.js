@@ -16,6 +16,7 @@
 const binding = require('../../binding.js')
 const { NativeSession, InvariantTrace } = binding
 const { FAIL, fail, snapshot, snapshotEvent, deepFreeze, parseFrozen, copyFrozen } = require('./json.js')
+const { forkEnd } = require('./fork-end.js')
 
 const { freeze } = Object
 /** Types whose appends the native surface fold must see (the list lives in Rust). */
@@ -40,26 +41,6 @@ function surfaceMetaJson(meta) {
   if (meta.sourceEventSeqs !== undefined) out.sourceEventSeqs = meta.sourceEventSeqs
   if (meta.surfaceOp !== undefined) out.surfaceOp = meta.surfaceOp
   return JSON.stringify(out)
-}
-
-/**
- * How many events a fork of session `id` of `length` events takes at
- * `boundary`, or the boundary rule's error (its one home is native:
- * `log::fork_end`, given what it may read: the last event's seq, and the
- * boundary event's seq and type when the boundary is an index of one);
- * `seqAt(i)` and `typeAt(i)` read event i; `service`: the Cordis service's
- * wording (SPEC 12.6).
- */
-function forkEnd(id, boundary, length, seqAt, typeAt, service) {
-  const number = (v) => (typeof v === 'number' ? v : NaN)
-  const last = length === 0 ? undefined : seqAt(length - 1)
-  const b = boundary === undefined ? last : boundary
-  const at = Number.isSafeInteger(b) && b >= 0 && b < length ? b : -1
-  const atSeq = at < 0 ? NaN : number(seqAt(at))
-  const atType = at < 0 ? 'turn/end' : typeAt(at)
-  const other = atType === 'turn/end' ? null : String(atType)
-  const given = boundary === undefined ? null : number(boundary)
-  return binding.forkEnd(id, given, String(boundary), length, number(last), String(last), atSeq, other, service)
 }
 
 /** A lossless frozen copy of a session header, or INVALID_HEADER. */
@@ -270,4 +251,4 @@ class Events {
   }
 }
 
-module.exports = { Events, SURFACE_TYPES, limits, nextTurn, surfaceMetaJson, headerCopy, seedParts, forkEnd }
+module.exports = { Events, SURFACE_TYPES, limits, nextTurn, surfaceMetaJson, headerCopy, seedParts }

@@ -6,7 +6,8 @@
 // Symbol.for('dsh-session-native.internal') for the tests, which lower its
 // `limits`.
 
-const { limits, nextTurn, forkEnd } = require('./events.js')
+const { limits, nextTurn } = require('./events.js')
+const { forkEnd } = require('./fork-end.js')
 const { Session, partsOf, build } = require('./session.js')
 
 module.exports = {

@@ -13,6 +13,8 @@ const binding = require(`${root}binding.js`)
 const errors = require(`${root}lib/errors.js`)
 /** The store service's shared part (lib/service.js: one for both lines). */
 export const { defineSessionStore, SessionForkError } = require(`${root}lib/service.js`)
+/** The JS side of the native fork rule (one for both lines). */
+export const { forkEnd } = require(`${root}lib/core/fork-end.js`)
 
 export const { NativeSession } = binding
 export { binding }

@@ -6,31 +6,22 @@
 // and a fork's seed, whose boundary may be any event outside an open turn
 // (PUB 12.5; the rule's home is the native `forkEnd`).
 
-import { binding, defineSessionStore, SessionForkError } from './native.js'
+import { defineSessionStore, forkEnd, SessionForkError } from './native.js'
 import { Session, attachSeam } from './session.js'
 
 const META_KEYS = ['cwd', 'parentSession', 'seedLength', 'origin', 'delegationDepth', 'agentPreset']
 
-/** How many events of `events` a fork of session `id` at `boundary` takes, or the rule's error. */
-function forkEnd(id, boundary, events) {
-  const number = (v) => (typeof v === 'number' ? v : NaN)
-  const length = events.length
-  const last = length === 0 ? undefined : events[length - 1].seq
-  const b = boundary === undefined ? last : boundary
-  const at = Number.isSafeInteger(b) && b >= 0 && b < length ? b : -1
-  // The turn the events 0..=b end inside, if they do: what the rule reads.
-  let openTurn = null
+/** The turn that `events[0..=at]` end inside (its `data.turn` as a number), or null: what the fork rule reads. */
+function openTurnIn(events, at) {
   for (let i = at; i >= 0; i--) {
     const type = events[i].type
-    if (type === 'turn/end') break
+    if (type === 'turn/end') return null
     if (type === 'turn/start') {
-      openTurn = number(events[i].data?.turn)
-      break
+      const turn = events[i].data?.turn
+      return typeof turn === 'number' ? turn : NaN
     }
   }
-  const given = boundary === undefined ? null : number(boundary)
-  return binding.forkEnd(id, given, String(boundary), length, number(last), String(last),
-    at < 0 ? NaN : number(events[at].seq), null, true, 'published', openTurn)
+  return null
 }
 
 export const SessionStore = defineSessionStore({
@@ -58,7 +49,8 @@ export const SessionStore = defineSessionStore({
   },
   forkOptions(id, boundary, parent) {
     const events = parent.events
-    const seed = events.slice(0, forkEnd(id, boundary, events))
+    const end = forkEnd(id, boundary, events.length, (i) => events[i].seq, undefined, true, (at) => openTurnIn(events, at))
+    const seed = events.slice(0, end)
     const cwd = parent.header.cwd
     return { seed, meta: { ...(cwd === undefined ? {} : { cwd }), parentSession: parent.id, seedLength: seed.length } }
   },

@@ -182,7 +182,7 @@ pub fn read_event(text: &str, index: usize) -> Result<EventText<'_>, ReadError> 
 }
 
 /// A safe integer time text (`negative`: below 0 allowed).
-fn time_of_text(raw: &str, negative: bool) -> Option<i64> {
+pub(crate) fn time_of_text(raw: &str, negative: bool) -> Option<i64> {
     match raw.trim().strip_prefix('-') {
         Some(rest) if negative => seq_of_text(rest).map(|t| -(t as i64)),
         Some(_) => None,

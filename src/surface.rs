@@ -429,7 +429,7 @@ pub fn fold(events: &str, vocab: &Vocabulary) -> CoreResult<(Vec<u64>, Vec<Plan>
             },
             vocab,
         )?;
-        if vocab.tool_result_rewrite && kind == Kind::ToolResult {
+        if vocab.checks_rewrite(kind) {
             let data = member(members, "data").unwrap_or("null");
             tool_result_rewrite(&plan, data, |seq| {
                 let Some(row) = rows.get(seq as usize) else {

@@ -2,7 +2,7 @@
 
 use super::call;
 use crate::error::{Code, CoreError};
-use crate::event::{refuse_legacy, Kind};
+use crate::event::{refuse_legacy, time_of_text, Kind};
 use crate::json::seq_of_text;
 use crate::repair::{closers_in, ScanEvent};
 use crate::scan::{array_items, member, object_members, string_value};
@@ -99,13 +99,9 @@ pub fn interrupted_turn_closers_json(
             scan.push(ScanEvent {
                 kind: Kind::of(&field("type").and_then(string_value).unwrap_or_default()),
                 seq: field("seq").and_then(seq_of_text).unwrap_or(0),
-                time: match vocab.negative_time {
-                    true => field("time")
-                        .and_then(|t| t.trim().parse::<f64>().ok())
-                        .filter(|t| t.fract() == 0.0 && t.abs() <= 9_007_199_254_740_991.0)
-                        .map_or(0, |t| t as i64),
-                    false => field("time").and_then(seq_of_text).map_or(0, |t| t as i64),
-                },
+                time: field("time")
+                    .and_then(|t| time_of_text(t, vocab.negative_time))
+                    .unwrap_or(0),
                 data: field("data").unwrap_or("null"),
             });
         }

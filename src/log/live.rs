@@ -63,7 +63,9 @@ impl Log {
                     )
                 })?,
             };
-            tool_result_rewrite(&plan, &data, |s| self.result_data(s))?;
+            if self.vocab.checks_rewrite(kind) {
+                tool_result_rewrite(&plan, &data, |s| self.result_data(s))?;
+            }
             kept = Some(data);
         }
         Ok(Prepared { plan, kind, kept })

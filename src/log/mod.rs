@@ -316,7 +316,7 @@ impl Log {
             .surface
             .plan_in(&e, self.vocab)
             .and_then(|plan| {
-                if self.vocab.tool_result_rewrite && e.kind == Kind::ToolResult {
+                if self.vocab.checks_rewrite(e.kind) {
                     tool_result_rewrite(&plan, e.data, |seq| self.result_data(seq))?;
                 }
                 Ok(plan)

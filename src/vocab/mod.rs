@@ -168,6 +168,12 @@ impl Vocabulary {
         self.kept_payloads.contains(&kind)
     }
 
+    /// Whether an event of `kind` is checked by PUB 6's `tool/result`
+    /// replacement rule (seeds, folds and live appends ask here).
+    pub fn checks_rewrite(&self, kind: Kind) -> bool {
+        self.tool_result_rewrite && kind == Kind::ToolResult
+    }
+
     pub fn seed_rule(&self, kind: Kind) -> Option<&'static SeedRule> {
         self.seed_rules.iter().find(|r| r.kind == kind)
     }

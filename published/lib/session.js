@@ -42,6 +42,8 @@ export let attachSeam
 const SURFACE_TYPES = new Set(NativeSession.surfaceEligibleTypes(VOCABULARY))
 const READS_DATA = new Set([...SURFACE_TYPES, 'request/header'])
 
+/** The keys, in order, of an envelope whose text `checkedText` writes directly. */
+const ENVELOPE_KEYS = ['type', 'seq', 'time', 'data']
 /** `{"type":<type>,"seq":` by type: the start of an envelope's text. */
 const envelopeStarts = new Map()
 
@@ -69,7 +71,6 @@ function checkedText(event) {
   if (data !== undefined) envelope.data = 0
   return JSON.stringify(envelope)
 }
-const ENVELOPE_KEYS = ['type', 'seq', 'time', 'data']
 
 /** The TypeError the TypeScript core throws on reading `type` of a null seed entry. */
 const nullEntry = () => new TypeError("Cannot read properties of null (reading 'type')")
@@ -124,7 +125,7 @@ export class Session {
   #createHeader(header) {
     const copy = snapshotFrozenJsonValue(header)
     if (copy === undefined) throw fail('session header is not losslessly JSON-serializable', 'NOT_LOSSLESS_JSON')
-    this.#native.setHeader(JSON.stringify(copy) ?? 'null')
+    this.#native.setHeader(JSON.stringify(copy))
     return copy
   }
 
